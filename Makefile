@@ -1,0 +1,45 @@
+# zerochess — the two commands a fresh machine needs: `make selfplay` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# Persistent XLA compilation cache: a search compile of ~6 s drops to ~0.4 s on the next run.
+export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.jax_cache
+export ZEROCHESS_DATA ?= $(abspath $(CURDIR)/../shared/data)
+STOCKFISH_BIN ?= /usr/games/stockfish
+
+.PHONY: venv selfplay test test-fast stockfish bench clean data
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+# Stockfish comes from Debian's package (binary at /usr/games/stockfish, not on PATH).
+stockfish:
+	@if [ -x $(STOCKFISH_BIN) ] || command -v stockfish >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Stockfish (Debian package 'stockfish')"; \
+	  (apt-get install -y -qq stockfish >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq stockfish >/dev/null)); \
+	else \
+	  echo "Stockfish is missing: run 'sudo apt-get install -y stockfish' (or set STOCKFISH_BIN)" >&2; exit 1; \
+	fi
+
+# A short self-play run with the embedded default config (configs/chess_cpu.yaml) on local Ray.
+selfplay: $(STAMP)
+	$(PY) selfplay.py --config configs/chess_cpu.yaml $(ARGS)
+
+test: $(STAMP) stockfish
+	$(PY) -m pytest -q $(ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" $(ARGS)
+
+bench: $(STAMP)
+	for b in bench/*.py; do $(PY) $$b; done
+
+clean:
+	rm -rf $(VENV) .jax_cache .pytest_cache

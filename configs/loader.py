@@ -1,0 +1,171 @@
+"""Typed configs: nested frozen dataclasses <- YAML presets <- dotted command-line overrides.
+
+    cfg = load(SelfPlayConfig, "configs/chess_cpu.yaml", ["learner.lr=0.1", "search.num_simulations=64"])
+
+Unknown keys and values of the wrong type raise `ConfigError` naming the dotted key, so a CLI can
+print one line instead of a traceback.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config key or value that does not fit its dataclass; the message names the dotted key."""
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Checks `value` against the annotation `tp` (converting int -> float and lists -> tuples)."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, key)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(f"{key}: {value!r} does not fit {tp}")
+    if origin is typing.Literal:
+        if value not in typing.get_args(tp):
+            raise ConfigError(f"{key}: {value!r} is not one of {list(typing.get_args(tp))}")
+        return value
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        args = typing.get_args(tp)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            items = [_coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
+        elif origin is tuple and args:
+            if len(args) != len(value):
+                raise ConfigError(f"{key}: expected {len(args)} items, got {len(value)}")
+            items = [_coerce(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args))]
+        else:
+            inner = args[0] if args else Any
+            items = [_coerce(v, inner, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        return dict(value)
+    if dataclasses.is_dataclass(tp):
+        if dataclasses.is_dataclass(value) and isinstance(value, tp):
+            return value
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping of {tp.__name__} fields, got {value!r}")
+        return from_dict(tp, value, prefix=key)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: expected true/false, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    if isinstance(tp, type) and not isinstance(value, tp):
+        raise ConfigError(f"{key}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def from_dict(cls: type, data: Mapping[str, Any] | None, prefix: str = "") -> Any:
+    """Builds dataclass `cls` from a (nested) mapping; missing fields keep their defaults."""
+    data = dict(data or {})
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        where = f"{prefix}." if prefix else ""
+        raise ConfigError(f"unknown config key '{where}{unknown[0]}' (valid: {', '.join(sorted(names))})")
+    kwargs = {}
+    for name, value in data.items():
+        kwargs[name] = _coerce(value, hints[name], f"{prefix}.{name}" if prefix else name)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{prefix or cls.__name__}: {e}") from None
+
+
+def to_dict(cfg: Any) -> Any:
+    """Dataclass -> plain nested dict/list (YAML-safe)."""
+    if dataclasses.is_dataclass(cfg):
+        return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+    if isinstance(cfg, (list, tuple)):
+        return [to_dict(v) for v in cfg]
+    if isinstance(cfg, dict):
+        return {k: to_dict(v) for k, v in cfg.items()}
+    return cfg
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """["a.b=1", "c=[1, 2]"] -> {"a": {"b": 1}, "c": [1, 2]}; values are parsed as YAML scalars."""
+    tree: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"override '{item}' is not of the form key=value")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"override '{item}' has an empty key")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        node = tree
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override '{item}' conflicts with another override")
+        node[parts[-1]] = value
+    return tree
+
+
+def _merge(base: dict, extra: Mapping) -> dict:
+    out = dict(base)
+    for k, v in extra.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def apply_overrides(cfg: Any, overrides: Iterable[str]) -> Any:
+    """Returns a copy of dataclass `cfg` with dotted overrides applied and type-checked."""
+    return from_dict(type(cfg), _merge(to_dict(cfg), parse_overrides(overrides)))
+
+
+def load(cls: type, path: str | os.PathLike | None = None, overrides: Iterable[str] = ()) -> Any:
+    """Loads `cls` from a YAML preset (None: the dataclass defaults) plus dotted overrides."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path) as f:
+                data = yaml.safe_load(f) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {path} is not valid YAML: {e}") from None
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return from_dict(cls, _merge(data, parse_overrides(overrides)))
