@@ -1,0 +1,72 @@
+"""The config loader: YAML presets, dotted overrides, and errors that name the key."""
+import dataclasses
+from typing import Literal, Optional
+
+import pytest
+
+from configs import ConfigError, apply_overrides, load, parse_overrides, to_dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Inner:
+    lr: float = 0.1  # learning rate
+    steps: tuple[int, ...] = (10, 20)  # boundaries
+    kind: Literal["sgd", "adam"] = "sgd"  # optimiser
+
+
+@dataclasses.dataclass(frozen=True)
+class Outer:
+    name: str = "run"  # run name
+    batch: int = 8  # batch size
+    seed: Optional[int] = None  # optional seed
+    inner: Inner = Inner()  # nested section
+
+
+def test_defaults_and_yaml(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("batch: 16\ninner:\n  lr: 1\n  steps: [1, 2, 3]\n")
+    cfg = load(Outer, path)
+    assert cfg.batch == 16 and cfg.inner.lr == 1.0 and isinstance(cfg.inner.lr, float)
+    assert cfg.inner.steps == (1, 2, 3) and cfg.name == "run"
+
+
+def test_dotted_overrides_win_over_yaml(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("batch: 16\n")
+    cfg = load(Outer, path, ["batch=32", "inner.kind=adam", "seed=3", "name=x"])
+    assert (cfg.batch, cfg.inner.kind, cfg.seed, cfg.name) == (32, "adam", 3, "x")
+    assert apply_overrides(cfg, ["inner.lr=0.5"]).inner.lr == 0.5
+
+
+def test_round_trip_through_dict():
+    cfg = Outer(batch=3, inner=Inner(lr=0.3))
+    assert load(Outer, None, []) == Outer()
+    from configs import from_dict
+    assert from_dict(Outer, to_dict(cfg)) == cfg
+
+
+@pytest.mark.parametrize("override, message", [
+    (["inner.lrr=1"], "inner.lrr"),
+    (["batch=abc"], "batch"),
+    (["batch=1.5"], "batch"),
+    (["inner.kind=rmsprop"], "inner.kind"),
+    (["inner=3"], "inner"),
+    (["nonsense"], "key=value"),
+])
+def test_errors_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        load(Outer, None, override)
+
+
+def test_missing_and_broken_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load(Outer, tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("batch: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load(Outer, bad)
+
+
+def test_parse_overrides_yaml_scalars():
+    assert parse_overrides(["a.b=1", "a.c=[1, 2]", "d=true", "e=hello"]) == {
+        "a": {"b": 1, "c": [1, 2]}, "d": True, "e": "hello"}
