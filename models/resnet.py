@@ -1,0 +1,106 @@
+"""AlphaZero residual network (Silver et al. 2018, "Architecture"), for any pgx game.
+
+    obs [B, H, W, C] -> input conv -> N x residual block -> policy head, value head (+ WDL head)
+
+Residual block: conv3x3-BN-ReLU-conv3x3-BN (+ optional squeeze-excitation) + skip, ReLU.
+Policy head, chess: conv3x3-BN-ReLU then a 1x1 conv to 73 planes, flattened in pgx's action
+order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other games (or
+`policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
+Value head: 1x1 conv to 1 plane, BN, ReLU, dense `value_hidden`, ReLU, dense 1, tanh.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from models.output import NetworkOutput
+
+
+@dataclasses.dataclass(frozen=True)
+class ResNetConfig:
+    """AlphaZero ResNet hyper-parameters."""
+
+    num_blocks: int = 6  # residual blocks (AlphaZero: 19)
+    filters: int = 64  # channels of every 3x3 conv (AlphaZero: 256)
+    squeeze_excitation: bool = False  # Leela-style SE (scale and bias) inside each block
+    se_ratio: int = 4  # SE bottleneck = filters // se_ratio
+    policy_head: Literal["auto", "conv", "dense"] = "auto"  # auto: 73-plane conv for chess, dense otherwise
+    value_hidden: int = 256  # hidden width of the value head (AlphaZero: 256)
+    wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
+
+
+class SqueezeExcitation(nn.Module):
+    """x [B, H, W, C] -> sigmoid(gate) * x + bias, gate and bias from the global average of x."""
+
+    ratio: int
+
+    @nn.compact
+    def __call__(self, x):
+        c = x.shape[-1]
+        pooled = jnp.mean(x, axis=(1, 2))  # [B, C]
+        hidden = nn.relu(nn.Dense(max(1, c // self.ratio))(pooled))
+        gate, bias = jnp.split(nn.Dense(2 * c)(hidden), 2, axis=-1)
+        return x * nn.sigmoid(gate)[:, None, None, :] + bias[:, None, None, :]
+
+
+class ResidualBlock(nn.Module):
+    filters: int
+    squeeze_excitation: bool
+    se_ratio: int
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        bn = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9)
+        y = nn.relu(bn()(nn.Conv(self.filters, (3, 3), use_bias=False)(x)))
+        y = bn()(nn.Conv(self.filters, (3, 3), use_bias=False)(y))
+        if self.squeeze_excitation:
+            y = SqueezeExcitation(self.se_ratio)(y)
+        return nn.relu(x + y)
+
+
+def chess_planes_to_pgx_actions(planes):
+    """[B, 8, 8, 73] planes laid out like pgx's chess observation -> [B, 4672] logits.
+
+    pgx's observation row i is rank 8-i (side-to-move view) and column j is file j; its action is
+    from_square * 73 + plane with from_square = file * 8 + rank (a1=0, a2=1, ..., h8=63).
+    """
+    by_rank = planes[:, ::-1]  # [B, rank, file, 73]
+    by_square = jnp.transpose(by_rank, (0, 2, 1, 3))  # [B, file, rank, 73]
+    return by_square.reshape(planes.shape[0], 64 * 73)
+
+
+class ResNet(nn.Module):
+    """obs [B, *observation_shape] -> NetworkOutput(policy_logits [B, num_actions], value [B], wdl)."""
+
+    config: ResNetConfig
+    num_actions: int
+    chess_policy: bool  # True: the 73-plane conv head in pgx's chess action order
+
+    @nn.compact
+    def __call__(self, obs, train: bool = False) -> NetworkOutput:
+        cfg = self.config
+        bn = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9)
+        x = obs.astype(jnp.float32)
+        x = nn.relu(bn()(nn.Conv(cfg.filters, (3, 3), use_bias=False)(x)))
+        for _ in range(cfg.num_blocks):
+            x = ResidualBlock(cfg.filters, cfg.squeeze_excitation, cfg.se_ratio)(x, train)
+
+        batch = x.shape[0]
+        use_conv = cfg.policy_head == "conv" or (cfg.policy_head == "auto" and self.chess_policy)
+        if use_conv:
+            if not self.chess_policy:
+                raise ValueError("policy_head='conv' is the 73-plane chess head; use 'dense' for this game")
+            p = nn.relu(bn()(nn.Conv(cfg.filters, (3, 3), use_bias=False)(x)))
+            policy = chess_planes_to_pgx_actions(nn.Conv(73, (1, 1))(p))
+        else:
+            p = nn.relu(bn()(nn.Conv(2, (1, 1), use_bias=False)(x)))
+            policy = nn.Dense(self.num_actions)(p.reshape(batch, -1))
+
+        v = nn.relu(bn()(nn.Conv(1, (1, 1), use_bias=False)(x))).reshape(batch, -1)
+        v = nn.relu(nn.Dense(cfg.value_hidden)(v))
+        value = jnp.tanh(nn.Dense(1)(v))[:, 0]
+        wdl = nn.Dense(3, name="wdl")(v) if cfg.wdl_head else None
+        return NetworkOutput(policy, value, wdl)
