@@ -1,0 +1,64 @@
+"""Searchless students: annotate boards with Stockfish, train AV/SV/BC students, evaluate them.
+
+    python distill.py annotate --config configs/distill_cpu.yaml
+    python distill.py train    --config configs/distill_cpu.yaml --set data.target=bc train.out_dir=runs/distill/bc
+    python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.checkpoint=runs/distill/bc
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from configs.loader import ConfigError, load
+from distill.config import DistillConfig
+
+
+def _annotate(cfg: DistillConfig) -> dict:
+    from configs.paths import data_file
+    from distill.annotate import annotate
+    from distill.boards import sample_boards
+
+    a = cfg.annotate
+    boards = sample_boards([data_file(p) for p in a.pgn], a.sampler, a.seed, a.max_boards)
+    return annotate(boards, a.out_dir, engine_path=a.engine, workers=a.workers,
+                    nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
+                    shard_size=a.shard_size)
+
+
+def _train(cfg: DistillConfig) -> dict:
+    from distill.train import train
+    return train(cfg)
+
+
+def _evaluate(cfg: DistillConfig) -> dict:
+    from distill.evaluate import evaluate
+    return evaluate(cfg)
+
+
+COMMANDS = {"annotate": _annotate, "train": _train, "evaluate": _evaluate}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=sorted(COMMANDS))
+    parser.add_argument("--config", default=None, help="YAML preset, e.g. configs/distill_cpu.yaml")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="dotted overrides, e.g. train.max_steps=100")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load(DistillConfig, args.config, args.set)
+        result = COMMANDS[args.command](cfg)
+    except (ConfigError, FileNotFoundError, ValueError) as e:
+        print(f"distill.py {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"distill.py {args.command}: interrupted (finished work is kept; rerun to resume)",
+              file=sys.stderr)
+        return 130
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

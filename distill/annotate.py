@@ -1,0 +1,104 @@
+"""Annotate PGN boards with Stockfish: parallel engine workers, a progress bar, resumable output.
+
+The main process owns the `ShardWriter`; workers (processes, one engine each) only analyse. On start
+the FENs already in the output directory are skipped, so an interrupted run continues where it
+stopped and never annotates a board twice.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from pathlib import Path
+from typing import Iterable
+
+import chess
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+
+from distill import boards as boards_lib
+from distill import engine as engine_lib
+from distill.records import ShardWriter, build_index, iter_records
+
+_ENGINE = None
+_LIMIT: dict = {}
+
+
+def annotate_board(engine, gb: boards_lib.GameBoard, nodes_per_move: int = 0,
+                   time_per_move: float = 0.0) -> dict:
+    """One board -> one record (values for every legal move; state value = the best move's)."""
+    board = chess.Board(gb.fen)
+    values = engine_lib.move_values(engine, board, nodes_per_move, time_per_move)
+    return {"fen": gb.fen, "game": gb.game, "ply": gb.ply, "moves": list(values),
+            "values": list(values.values()), "value": max(values.values()), "count": gb.count,
+            "source": "stockfish"}
+
+
+def _worker_init(engine_path: str, nodes_per_move: int, time_per_move: float) -> None:
+    global _ENGINE, _LIMIT
+    _ENGINE = engine_lib.open_engine(engine_path)
+    _LIMIT = {"nodes_per_move": nodes_per_move, "time_per_move": time_per_move}
+
+
+def _worker_annotate(gb: boards_lib.GameBoard) -> dict:
+    return annotate_board(_ENGINE, gb, **_LIMIT)
+
+
+def done_fens(out_dir: str | Path) -> set[str]:
+    """FENs already annotated in `out_dir` (empty if it does not exist yet)."""
+    if not Path(out_dir).is_dir():
+        return set()
+    return {rec["fen"] for rec in iter_records(out_dir)}
+
+
+def annotate(boards: Iterable[boards_lib.GameBoard], out_dir: str | Path, *, engine_path: str = "",
+             workers: int = 1, nodes_per_move: int = 0, time_per_move: float = 0.0,
+             shard_size: int = 10_000, max_new: int | None = None, show_progress: bool = True
+             ) -> dict:
+    """Annotates the boards not yet in `out_dir`; returns {"new", "skipped", "seconds",
+    "boards_per_minute"}. `max_new` stops after that many new boards (tests: an interruption)."""
+    engine_lib.board_limit(1, nodes_per_move, time_per_move)  # validate the limit up front
+    engine_path = engine_lib.find_stockfish(engine_path)
+    done = done_fens(out_dir)
+    todo = [gb for gb in boards if gb.fen not in done]
+    if max_new is not None:
+        todo = todo[:max_new]
+    skipped = len(done)
+    start = time.time()
+    new = 0
+    columns = [TextColumn("annotate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn(), TextColumn("{task.fields[rate]} boards/min")]
+    init_args = (engine_path, nodes_per_move, time_per_move)
+    with ShardWriter(out_dir, shard_size) as writer, \
+            Progress(*columns, disable=not show_progress) as progress:
+        task = progress.add_task("annotate", total=len(todo), rate="-")
+        if workers <= 1:
+            _worker_init(*init_args)
+            results = map(_worker_annotate, todo)
+            pool = None
+        else:
+            pool = mp.get_context("spawn").Pool(workers, _worker_init, init_args)
+            results = pool.imap_unordered(_worker_annotate, todo, chunksize=4)
+        try:
+            for rec in results:
+                writer.write(rec)
+                new += 1
+                rate = new / max(time.time() - start, 1e-9) * 60
+                progress.update(task, advance=1, rate=f"{rate:.0f}")
+        finally:
+            if pool is not None:
+                pool.terminate()
+            _close_engine()
+    build_index(out_dir)
+    seconds = time.time() - start
+    return {"new": new, "skipped": skipped, "seconds": seconds,
+            "boards_per_minute": new / max(seconds, 1e-9) * 60}
+
+
+def _close_engine() -> None:
+    global _ENGINE
+    if _ENGINE is not None:
+        try:
+            _ENGINE.quit()
+        except Exception:  # the engine may already be gone after an interrupt
+            pass
+        _ENGINE = None

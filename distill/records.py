@@ -1,0 +1,194 @@
+"""The one record format of distillation data: msgpack shards plus an index for random access.
+
+A record is a msgpack map, one per board:
+    fen     str          the board (full FEN)
+    game    str          game id (the train/test split is by game, see `split_of`)
+    ply     int          half-moves since the game's start
+    moves   [str]        every legal move, UCI
+    values  [float]      win probability in [0, 1] of each move for the side to move (AV target)
+    value   float        win probability of the board for the side to move (SV target)
+    count   int          how often the board occurred in the source (weighted sampler), default 1
+    policy  [float]      optional soft policy target over `moves` (self-play visit distribution)
+    best    str          optional move to imitate (self-play: most visited); else argmax of values
+    outcome float        optional game result for the side to move, in [0, 1] (self-play)
+    source  str          "stockfish" or "selfplay"
+
+Shards `shard-00000.msgpack`, ... are append-only concatenations of records, so a writer killed
+mid-record loses at most that record (`ShardWriter` trims a torn tail on reopen). `index.msgpack`
+holds (shard, offset, length, game) per record and is rebuilt when the shards changed.
+"""
+from __future__ import annotations
+
+import io
+import os
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+import msgpack
+import numpy as np
+
+INDEX_NAME = "index.msgpack"
+REQUIRED_KEYS = ("fen", "game", "moves", "values", "value")
+
+
+def split_of(game: str, test_fraction: float) -> str:
+    """'test' or 'train' for a game id, stable across runs (crc32 of the id)."""
+    return "test" if (zlib.crc32(game.encode()) % 10_000) < test_fraction * 10_000 else "train"
+
+
+def check_record(rec: Any, where: str = "record") -> dict:
+    """Raises ValueError naming the problem if `rec` is not a valid record."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: not a msgpack map")
+    missing = [k for k in REQUIRED_KEYS if k not in rec]
+    if missing:
+        raise ValueError(f"{where}: missing field(s) {missing}")
+    if len(rec["moves"]) != len(rec["values"]) or not rec["moves"]:
+        raise ValueError(f"{where}: moves and values must be non-empty and of equal length")
+    return rec
+
+
+def _scan(path: Path) -> tuple[list[tuple[int, int]], int]:
+    """[(offset, length)] of the complete records of a shard, and the end of the last one."""
+    data = path.read_bytes()
+    unpacker = msgpack.Unpacker(io.BytesIO(data), raw=False)
+    spans, start = [], 0
+    try:
+        for _ in unpacker:
+            end = unpacker.tell()
+            spans.append((start, end - start))
+            start = end
+    except (msgpack.OutOfData, ValueError, msgpack.ExtraData):
+        pass
+    return spans, start
+
+
+class ShardWriter:
+    """Appends records to shards of `shard_size` records in `out_dir`; resumable.
+
+    Reopening a directory trims a torn last record and continues the last shard. Each record is
+    flushed as written, so a killed annotation keeps everything it finished.
+    """
+
+    def __init__(self, out_dir: str | Path, shard_size: int = 10_000):
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.shard_size = shard_size
+        shards = shard_paths(self.dir)
+        self._index, self._count = len(shards), 0
+        if shards:
+            spans, end = _scan(shards[-1])
+            if end != shards[-1].stat().st_size:
+                with open(shards[-1], "r+b") as f:
+                    f.truncate(end)
+            if len(spans) < shard_size:
+                self._index, self._count = len(shards) - 1, len(spans)
+        self._file = None
+
+    def write(self, rec: dict) -> None:
+        check_record(rec)
+        if self._file is None or self._count >= self.shard_size:
+            if self._file is not None:
+                self._file.close()
+                self._index, self._count = self._index + 1, 0
+            self._file = open(self.dir / f"shard-{self._index:05d}.msgpack", "ab")
+        self._file.write(msgpack.packb(rec, use_bin_type=True))
+        self._file.flush()
+        self._count += 1
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def shard_paths(directory: str | Path) -> list[Path]:
+    return sorted(Path(directory).glob("shard-*.msgpack"))
+
+
+def iter_records(directory: str | Path) -> Iterator[dict]:
+    """Every complete record of every shard, in write order."""
+    for path in shard_paths(directory):
+        with open(path, "rb") as f:
+            unpacker = msgpack.Unpacker(f, raw=False)
+            try:
+                yield from unpacker
+            except (msgpack.OutOfData, ValueError):
+                return  # a torn tail: the writer's next open trims it
+
+
+def build_index(directory: str | Path) -> dict:
+    """Scans the shards and writes `index.msgpack`: shard names and sizes, per record its shard,
+    offset, length and game id."""
+    directory = Path(directory)
+    shards = shard_paths(directory)
+    index = {"shards": [p.name for p in shards], "sizes": [p.stat().st_size for p in shards],
+             "shard": [], "offset": [], "length": [], "game": []}
+    for i, path in enumerate(shards):
+        data = path.read_bytes()
+        spans, _ = _scan(path)
+        for off, length in spans:
+            rec = msgpack.unpackb(data[off:off + length], raw=False)
+            index["shard"].append(i)
+            index["offset"].append(off)
+            index["length"].append(length)
+            index["game"].append(rec.get("game", ""))
+    tmp = directory / (INDEX_NAME + ".tmp")
+    tmp.write_bytes(msgpack.packb(index, use_bin_type=True))
+    os.replace(tmp, directory / INDEX_NAME)
+    return index
+
+
+class RecordStore:
+    """Random access to the records of a directory: `len(store)`, `store[i]`, `store.split(...)`."""
+
+    def __init__(self, directory: str | Path):
+        self.dir = Path(directory)
+        if not self.dir.is_dir() or not shard_paths(self.dir):
+            raise FileNotFoundError(f"no record shards (shard-*.msgpack) in {self.dir}")
+        self.index = self._load_index()
+        self._shards = [open(self.dir / n, "rb") for n in self.index["shards"]]
+
+    def _load_index(self) -> dict:
+        path = self.dir / INDEX_NAME
+        shards = shard_paths(self.dir)
+        if path.exists():
+            try:
+                index = msgpack.unpackb(path.read_bytes(), raw=False)
+                if (index["shards"] == [p.name for p in shards]
+                        and index["sizes"] == [p.stat().st_size for p in shards]):
+                    return index
+            except Exception:  # a corrupt index is rebuilt from the shards, never trusted
+                pass
+        return build_index(self.dir)
+
+    def __len__(self) -> int:
+        return len(self.index["offset"])
+
+    def __getitem__(self, i: int) -> dict:
+        f = self._shards[self.index["shard"][i]]
+        f.seek(self.index["offset"][i])
+        data = f.read(self.index["length"][i])
+        try:
+            rec = msgpack.unpackb(data, raw=False)
+        except Exception as e:
+            raise ValueError(f"{self.dir}: record {i} is corrupt ({e})") from None
+        return check_record(rec, f"{self.dir} record {i}")
+
+    def split(self, name: str, test_fraction: float) -> np.ndarray:
+        """Indices [N] of the records in split `name` ('train' or 'test')."""
+        if name not in ("train", "test"):
+            raise ValueError(f"unknown split {name!r}")
+        return np.array([i for i, g in enumerate(self.index["game"])
+                         if split_of(g, test_fraction) == name], dtype=np.int64)
+
+    def close(self) -> None:
+        for f in self._shards:
+            f.close()

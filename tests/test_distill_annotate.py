@@ -1,0 +1,66 @@
+"""Stockfish annotation: a value for every legal move, resumable without repeats (tiny node limit)."""
+import collections
+
+import chess
+import pytest
+
+from distill import annotate, boards, engine, records
+
+FENS = [
+    chess.STARTING_FEN,
+    "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+    "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1",  # Ra8# mates in one
+    "8/8/8/8/8/5k2/8/4K2q w - - 0 1",  # white in check, one legal move
+    "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",  # castling both ways
+]
+
+
+def _boards():
+    return [boards.GameBoard(game=f"t#{i}", ply=0, fen=f) for i, f in enumerate(FENS)]
+
+
+@pytest.fixture(scope="module")
+def stockfish():
+    try:
+        return engine.find_stockfish()
+    except FileNotFoundError as e:
+        pytest.fail(f"Stockfish is required for these tests ({e}); run 'make stockfish'")
+
+
+def test_every_legal_move_gets_a_value_and_mate_is_found(tmp_path, stockfish):
+    out = annotate.annotate(_boards(), tmp_path, nodes_per_move=20, show_progress=False)
+    assert out["new"] == len(FENS)
+    store = records.RecordStore(tmp_path)
+    by_fen = {store[i]["fen"]: store[i] for i in range(len(store))}
+    assert set(by_fen) == set(FENS)
+    for fen, rec in by_fen.items():
+        legal = {m.uci() for m in chess.Board(fen).legal_moves}
+        assert sorted(rec["moves"]) == sorted(legal)
+        assert all(0.0 <= v <= 1.0 for v in rec["values"])
+        assert rec["value"] == max(rec["values"])
+    mate = by_fen[FENS[2]]
+    assert dict(zip(mate["moves"], mate["values"]))["a1a8"] == 1.0
+
+
+def test_resume_after_interruption_never_repeats(tmp_path, stockfish):
+    first = annotate.annotate(_boards(), tmp_path, nodes_per_move=20, max_new=2, show_progress=False)
+    assert first["new"] == 2
+    # a kill mid-write leaves a torn record; the resumed run trims it and continues
+    with open(records.shard_paths(tmp_path)[-1], "ab") as f:
+        f.write(b"\x87\xa3fen\xa5rnbqk")
+    second = annotate.annotate(_boards(), tmp_path, nodes_per_move=20, show_progress=False)
+    assert second == {**second, "new": len(FENS) - 2, "skipped": 2}
+    fens = [r["fen"] for r in records.iter_records(tmp_path)]
+    assert collections.Counter(fens) == collections.Counter(FENS)
+    third = annotate.annotate(_boards(), tmp_path, nodes_per_move=20, show_progress=False)
+    assert third["new"] == 0 and len(records.RecordStore(tmp_path)) == len(FENS)
+
+
+def test_parallel_workers_and_bad_engine(tmp_path, stockfish):
+    out = annotate.annotate(_boards()[:3], tmp_path, nodes_per_move=10, workers=2,
+                            show_progress=False)
+    assert out["new"] == 3 and len(records.RecordStore(tmp_path)) == 3
+    with pytest.raises(FileNotFoundError, match="Stockfish not found"):
+        annotate.annotate(_boards(), tmp_path / "x", engine_path="/nonexistent/sf", nodes_per_move=10)
+    with pytest.raises(ValueError, match="nodes_per_move or time_per_move"):
+        annotate.annotate(_boards(), tmp_path / "y")

@@ -1,0 +1,125 @@
+"""distill data layer: win% formula, value bins, samplers, record shards (hand-computed references)."""
+import math
+
+import chess
+import chess.engine
+import numpy as np
+import pytest
+
+from distill import bins, boards, records, winprob
+
+
+def test_win_prob_matches_hand_computed_values():
+    # 50% * 2 / (1 + exp(-0.00368208 * cp)), computed by hand: exp(-0.368208) = 0.691973...
+    assert winprob.cp_to_win_prob(0) == 0.5
+    assert winprob.cp_to_win_prob(100) == pytest.approx(1 / (1 + 0.691973), abs=1e-6)
+    assert winprob.cp_to_win_prob(100) == pytest.approx(0.5910259, abs=1e-6)
+    assert winprob.cp_to_win_prob(-300) == pytest.approx(0.2488745, abs=1e-6)
+    assert winprob.cp_to_win_prob(1000) + winprob.cp_to_win_prob(-1000) == pytest.approx(1.0)
+    assert winprob.cp_to_win_prob(-10**7) == 0.0
+
+
+def test_scores_and_mates_to_win_prob():
+    assert winprob.score_to_win_prob(chess.engine.Cp(100)) == pytest.approx(0.5910259, abs=1e-6)
+    assert winprob.score_to_win_prob(chess.engine.Mate(3)) == 1.0
+    assert winprob.score_to_win_prob(chess.engine.Mate(-2)) == 0.0
+    assert winprob.score_to_win_prob(chess.engine.Mate(0)) == 0.0  # side to move is mated
+    pov = chess.engine.PovScore(chess.engine.Cp(-300), chess.WHITE)
+    assert winprob.score_to_win_prob(pov.pov(chess.BLACK)) == pytest.approx(1 - 0.2488745, abs=1e-6)
+
+
+def test_bins_by_hand():
+    assert bins.value_to_bin(0.5, 128) == 64
+    assert bins.value_to_bin(0.0, 128) == 0
+    assert bins.value_to_bin(1.0, 128) == 127  # the last bin includes 1.0
+    assert bins.value_to_bin(1 / 128, 128) == 1 and bins.value_to_bin(0.0078, 128) == 0
+    np.testing.assert_array_equal(bins.value_to_bin(np.array([0.1, 0.3, 0.74, 0.76]), 4), [0, 1, 2, 3])
+    np.testing.assert_allclose(bins.bin_centers(4), [0.125, 0.375, 0.625, 0.875])
+    assert bins.bin_centers(128)[0] == pytest.approx(0.5 / 128)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        bins.value_to_bin(1.5, 128)
+
+
+def test_targets_one_hot_and_hl_gauss():
+    t = bins.one_hot_targets(np.array([0.3, 0.9]), 4)
+    np.testing.assert_array_equal(t, [[0, 1, 0, 0], [0, 0, 0, 1]])
+    h = bins.hl_gauss_targets(np.array([0.5]), 10, sigma_bins=0.75)
+    assert h.shape == (1, 10) and h.sum() == pytest.approx(1.0, abs=1e-6)
+    # symmetric around 0.5: bins 4 and 5 hold equal, largest mass
+    assert h[0, 4] == pytest.approx(h[0, 5]) and h[0, 4] == h.max()
+    # the expected value of the one-hot target is the bin centre
+    assert bins.expected_value(t)[0] == pytest.approx(0.375)
+
+
+PGN = """[Event "a"]
+
+1. e4 e5 2. Nf3 Nc6 1-0
+
+[Event "b"]
+
+1. e4 e5 2. Nf3 Nf6 0-1
+
+[Event "c"]
+
+1. f3 e5 2. g4 Qh4# 0-1
+"""
+
+
+def test_unique_sampler_removes_duplicates_and_weighted_counts(tmp_path):
+    path = tmp_path / "g.pgn"
+    path.write_text(PGN)
+    all_fens = []
+    for gid, game in boards.read_games([path]):
+        all_fens += [gb.fen for gb in boards.game_boards(gid, game)]
+    # a: 5 boards; b: 5 (4 shared with a); c: 4 (start shared; the final mate has no legal move)
+    assert len(all_fens) == 14 and len(set(all_fens)) == 5 + 1 + 3
+    unique = boards.sample_boards([path], "unique", seed=1)
+    assert sorted(gb.fen for gb in unique) == sorted(set(all_fens))
+    assert all(gb.count == 1 for gb in unique)
+    weighted = boards.sample_boards([path], "weighted", seed=1)
+    counts = {gb.fen: gb.count for gb in weighted}
+    assert counts[chess.STARTING_FEN] == 3 and sum(counts.values()) == 14
+    assert len(boards.sample_boards([path], "unique", max_boards=4)) == 4
+    with pytest.raises(ValueError, match="sampler"):
+        boards.sample_boards([path], "bogus")
+    with pytest.raises(FileNotFoundError):
+        boards.sample_boards([tmp_path / "missing.pgn"])
+
+
+def _rec(i, game="g#0"):
+    return {"fen": f"fen{i}", "game": game, "ply": i, "moves": ["e2e4", "d2d4"],
+            "values": [0.5, 0.25 + i / 1000], "value": 0.5}
+
+
+def test_shards_index_random_access_and_torn_tail(tmp_path):
+    with records.ShardWriter(tmp_path, shard_size=3) as w:
+        for i in range(7):
+            w.write(_rec(i, game=f"g#{i % 4}"))
+    assert len(records.shard_paths(tmp_path)) == 3
+    store = records.RecordStore(tmp_path)
+    assert len(store) == 7 and store[5]["fen"] == "fen5" and store[5]["values"][1] == 0.255
+    test = store.split("test", 0.5)
+    train = store.split("train", 0.5)
+    assert sorted(np.concatenate([test, train]).tolist()) == list(range(7))
+    games_test = {store[i]["game"] for i in test}
+    assert games_test.isdisjoint({store[i]["game"] for i in train})  # split by game
+    store.close()
+    # a killed writer leaves half a record: readers skip it, the next writer trims it and appends
+    last = records.shard_paths(tmp_path)[-1]
+    with open(last, "ab") as f:
+        f.write(b"\x8a\xa3fen")
+    assert len(list(records.iter_records(tmp_path))) == 7
+    with records.ShardWriter(tmp_path, shard_size=3) as w:
+        w.write(_rec(7))
+    store = records.RecordStore(tmp_path)  # index is stale -> rebuilt
+    assert [store[i]["fen"] for i in range(len(store))] == [f"fen{i}" for i in range(8)]
+
+
+def test_bad_records_and_missing_dirs_raise_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="shard"):
+        records.RecordStore(tmp_path / "nope")
+    with records.ShardWriter(tmp_path) as w:
+        with pytest.raises(ValueError, match="missing field"):
+            w.write({"fen": "x"})
+        with pytest.raises(ValueError, match="equal length"):
+            w.write({**_rec(0), "values": [0.5]})
