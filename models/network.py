@@ -7,7 +7,9 @@
 
 `out.policy_logits` is [B, game_spec.num_actions] in pgx's action order; `out.value` [B] in [-1, 1]
 from the side to move; `out.wdl_logits` [B, 3] or None. A self-play config switches family with
-one key (`network.family=chessformer`).
+one key (`network.family=chessformer`); a Chessformer config made for students (112 square
+features, compact/vocabulary policy) is adapted to pgx's 119 planes and 4672 actions. Students read other inputs: `make_model(cfg)` builds any
+family for its native input (searchless: FEN tokens; Chessformer: square features).
 """
 from __future__ import annotations
 
@@ -16,23 +18,50 @@ from typing import Literal
 
 import flax.linen as nn
 
+from models.chessformer import Chessformer, ChessformerConfig
 from models.output import NetworkOutput, wdl_to_value  # noqa: F401  (re-exported)
 from models.resnet import ResNet, ResNetConfig
+from models.searchless import SearchlessConfig, SearchlessTransformer
 
-Family = Literal["resnet", "chessformer"]
+Family = Literal["resnet", "chessformer", "searchless"]
+SELF_PLAY_FAMILIES = ("resnet", "chessformer")
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
-    """Which network family plays (self-play) and its hyper-parameters; only `family`'s block is used."""
+    """Which network family and its hyper-parameters; only the block named by `family` is used."""
 
-    family: Family = "resnet"  # "resnet" (any game) or "chessformer" (chess only)
+    family: Family = "resnet"  # "resnet" (any game), "chessformer" (chess), "searchless" (students)
     resnet: ResNetConfig = ResNetConfig()  # used when family == "resnet"
+    chessformer: ChessformerConfig = ChessformerConfig()  # used when family == "chessformer"
+    searchless: SearchlessConfig = SearchlessConfig()  # used when family == "searchless"
 
 
 def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
     """A flax module mapping pgx observations [B, *observation_shape] to a NetworkOutput."""
     if cfg.family == "resnet":
-        return ResNet(cfg.resnet, num_actions=game_spec.num_actions,
-                      chess_policy=game_spec.name == "chess")
-    raise ValueError(f"unknown network family '{cfg.family}' (known: resnet, chessformer)")
+        return ResNet(cfg.resnet, num_actions=game_spec.num_actions, chess_policy=game_spec.name == "chess")
+    if cfg.family == "chessformer":
+        if game_spec.name != "chess":
+            raise ValueError(f"the chessformer family plays chess only, not '{game_spec.name}'")
+        # Same architecture, but read pgx's observation planes and score pgx's action ids.
+        c = dataclasses.replace(cfg.chessformer, input_features=game_spec.observation_shape[-1],
+                                policy_space="pgx")
+        return Chessformer(c)
+    if cfg.family == "searchless":
+        raise ValueError("the searchless transformer reads FEN tokens, not pgx observations: it cannot be a "
+                         "self-play network (use models.make_model for students)")
+    raise ValueError(f"unknown network family '{cfg.family}' (known: resnet, chessformer, searchless)")
+
+
+def make_model(cfg: NetworkConfig, game_spec=None) -> nn.Module:
+    """Any family on its native input: searchless -> SearchlessTransformer (tokens -> log-probs);
+    chessformer -> Chessformer (squares [B, 64, F] -> NetworkOutput over cfg.chessformer.policy_space);
+    resnet -> as `make_network` (needs game_spec)."""
+    if cfg.family == "searchless":
+        return SearchlessTransformer(cfg.searchless)
+    if cfg.family == "chessformer":
+        return Chessformer(cfg.chessformer)
+    if game_spec is None:
+        raise ValueError("a resnet needs the game_spec of the game it plays")
+    return make_network(cfg, game_spec)

@@ -1,0 +1,158 @@
+"""Network checkpoints without pickle: a directory holding
+
+    network.yaml     the NetworkConfig, the game (if it plays on pgx observations), byte count and
+                     sha256 of the parameters, free-form metadata
+    params.msgpack   the flax variables (params, batch_stats), serialised by flax.serialization
+
+    save("runs/a/net_001000", cfg, variables, game="chess")
+    ckpt = load("runs/a/net_001000")      # Checkpoint(config, variables, game, metadata)
+    net = ckpt.module()                    # the flax module the variables belong to
+
+A missing directory or file raises FileNotFoundError; a truncated or altered parameter file, a config
+that does not parse, or parameters whose tree or shapes do not fit the stored config raise ValueError
+naming the file and the problem.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, NamedTuple, Optional
+
+import flax.serialization
+import jax
+import jax.numpy as jnp
+import numpy as np
+import yaml
+
+from configs.loader import ConfigError, from_dict, to_dict
+from models.network import NetworkConfig, make_model, make_network
+
+CONFIG_FILE = "network.yaml"
+PARAMS_FILE = "params.msgpack"
+FORMAT = "zerochess-network/1"
+
+
+class Checkpoint(NamedTuple):
+    config: NetworkConfig
+    variables: Any  # nested dict of numpy arrays ({"params": ..., "batch_stats": ...})
+    game: Optional[str]  # pgx game the network reads observations of; None for native-input students
+    metadata: dict
+
+    def module(self):
+        """The flax module these variables belong to."""
+        return build_module(self.config, self.game)
+
+
+def build_module(cfg: NetworkConfig, game: Optional[str]):
+    if game is None:
+        return make_model(cfg)
+    import games
+    return make_network(cfg, games.make(game).spec)
+
+
+def _example_input(cfg: NetworkConfig, game: Optional[str]) -> jax.ShapeDtypeStruct:
+    if game is not None:
+        import games
+        return jax.ShapeDtypeStruct((1, *games.make(game).spec.observation_shape), jnp.float32)
+    if cfg.family == "searchless":
+        return jax.ShapeDtypeStruct((1, cfg.searchless.input_length), jnp.int32)
+    if cfg.family == "chessformer":
+        return jax.ShapeDtypeStruct((1, 64, cfg.chessformer.input_features), jnp.float32)
+    raise ValueError("a resnet checkpoint needs the game it plays (save(..., game=...))")
+
+
+def expected_shapes(cfg: NetworkConfig, game: Optional[str]) -> Any:
+    """Variable tree of ShapeDtypeStructs the config builds (no memory allocated)."""
+    module = build_module(cfg, game)
+    example = _example_input(cfg, game)
+    kwargs = {"return_pairs": True} if cfg.family == "chessformer" and game is None else {}
+    return jax.eval_shape(lambda x: module.init(jax.random.PRNGKey(0), x, **kwargs), example)
+
+
+def _flat(tree) -> dict[str, Any]:
+    return {"/".join(str(getattr(k, "key", k)) for k in path): leaf
+            for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
+
+
+def _check_fits(variables, cfg: NetworkConfig, game: Optional[str], where: Path) -> None:
+    want, got = _flat(expected_shapes(cfg, game)), _flat(variables)
+    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+    if missing or extra:
+        detail = f"missing {missing[0]}" if missing else f"unexpected {extra[0]}"
+        raise ValueError(f"{where}: parameters do not fit the stored {cfg.family} config ({detail}; "
+                         f"{len(missing)} missing, {len(extra)} unexpected)")
+    for name, spec in want.items():
+        if tuple(np.shape(got[name])) != tuple(spec.shape):
+            raise ValueError(f"{where}: parameter {name} has shape {tuple(np.shape(got[name]))}, "
+                             f"the stored config needs {tuple(spec.shape)}")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def save(directory: str | os.PathLike, cfg: NetworkConfig, variables: Any, game: Optional[str] = None,
+         metadata: Optional[dict] = None) -> Path:
+    """Writes `variables` (as made by the module for cfg; game=None for students on their native
+    input, else the pgx game it was built for by make_network) into `directory`. Returns the path."""
+    directory = Path(directory)
+    variables = jax.device_get(flax.core.unfreeze(variables))
+    _check_fits(variables, cfg, game, directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = flax.serialization.msgpack_serialize(variables)
+    header = {"format": FORMAT, "game": game, "params_bytes": len(payload),
+              "params_sha256": hashlib.sha256(payload).hexdigest(), "metadata": metadata or {},
+              "network": to_dict(cfg)}
+    _write_atomic(directory / PARAMS_FILE, payload)
+    _write_atomic(directory / CONFIG_FILE, yaml.safe_dump(header, sort_keys=False).encode())
+    return directory
+
+
+def _read_header(path: Path) -> dict:
+    try:
+        header = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML ({e})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a zerochess network config (expected format {FORMAT})")
+    for key in ("network", "params_bytes", "params_sha256"):
+        if key not in header:
+            raise ValueError(f"{path}: missing '{key}'")
+    return header
+
+
+def load(directory: str | os.PathLike, check: bool = True) -> Checkpoint:
+    """Reads a checkpoint written by `save`; `check` verifies the parameter shapes against the config."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"network checkpoint not found: {directory}")
+    config_path, params_path = directory / CONFIG_FILE, directory / PARAMS_FILE
+    for path in (config_path, params_path):
+        if not path.is_file():
+            raise FileNotFoundError(f"network checkpoint {directory} has no {path.name}")
+    header = _read_header(config_path)
+    try:
+        cfg = from_dict(NetworkConfig, header["network"], prefix="network")
+    except ConfigError as e:
+        raise ValueError(f"{config_path}: {e}") from None
+    payload = params_path.read_bytes()
+    if len(payload) != header["params_bytes"]:
+        raise ValueError(f"{params_path}: {len(payload)} bytes, expected {header['params_bytes']} "
+                         "(truncated or overwritten)")
+    if hashlib.sha256(payload).hexdigest() != header["params_sha256"]:
+        raise ValueError(f"{params_path}: checksum mismatch (corrupted file)")
+    try:
+        variables = flax.serialization.msgpack_restore(payload)
+    except Exception as e:  # msgpack raises several unrelated types on bad bytes
+        raise ValueError(f"{params_path}: cannot decode parameters ({type(e).__name__}: {e})") from None
+    game = header.get("game")
+    if check:
+        _check_fits(variables, cfg, game, params_path)
+    return Checkpoint(cfg, variables, game, dict(header.get("metadata") or {}))

@@ -1,0 +1,101 @@
+"""Searchless chess transformer (Ruoss et al. 2024, "Amortized planning with large-scale transformers").
+
+A decoder-only transformer *without* causal mask over the FEN tokens (games/fen_tokens.py: 77 ints)
+and, for action values, one action token (index in the 1968-move vocabulary, games/uci_vocab.py):
+
+    tokens [B, 77] (SV, BC) or [B, 78] (AV)
+      -> prepend a 0 (the reference code's right shift: context 78 for SV/BC, 79 for AV)
+      -> token embedding * sqrt(d) + learned positional embedding (table of 79 positions)
+      -> L x [x += MHA(LN(x)); x += SwiGLU(LN(x))]       (pre-LayerNorm, as in the public code)
+      -> final LayerNorm (the code's `apply_post_ln=True`) -> Dense(output) at the last position
+      -> log-softmax                                        [B, K] value bins or [B, 1968] actions
+
+Normalisation placement: the public code (searchless_chess/src/transformer.py) normalises *before*
+attention and MLP (pre-LN, LLaMA style) and adds one LayerNorm after the last block; we do the same.
+Attention and MLP projections have no biases; the MLP is SwiGLU with hidden width 4 * d.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from models.attention import MultiHeadAttention
+
+Predictor = Literal["action_value", "state_value", "behavioral_cloning"]
+FEN_TOKENS = 77  # length of the tokenised FEN (games/fen_tokens.py)
+NUM_UCI_ACTIONS = 1968  # size of the searchless action vocabulary (games/uci_vocab.py)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchlessConfig:
+    """Hyper-parameters of the searchless transformer (defaults: the 9M model, action values)."""
+
+    predictor: Predictor = "action_value"  # AV: FEN+action -> bins; SV: FEN -> bins; BC: FEN -> action
+    num_layers: int = 8  # transformer blocks
+    num_heads: int = 8  # attention heads (head dim = embedding_dim // num_heads)
+    embedding_dim: int = 256  # model width d
+    widening_factor: int = 4  # SwiGLU hidden width = widening_factor * d
+    num_return_buckets: int = 128  # K value bins of the AV/SV output (uniform on [0, 1] win prob.)
+    vocab_size: int = NUM_UCI_ACTIONS  # input vocabulary (FEN characters and actions share it)
+    max_sequence_length: int = FEN_TOKENS + 2  # learned positional table size (79, as the paper)
+    apply_post_ln: bool = True  # final LayerNorm after the last block (reference code default)
+    emb_init_scale: float = 0.02  # stddev of the truncated-normal token embedding init
+
+    def __post_init__(self):
+        if self.embedding_dim % self.num_heads:
+            raise ValueError(f"embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}")
+
+    @property
+    def output_size(self) -> int:
+        return NUM_UCI_ACTIONS if self.predictor == "behavioral_cloning" else self.num_return_buckets
+
+    @property
+    def input_length(self) -> int:
+        """Tokens the caller passes: 77 FEN tokens (+1 action token for AV)."""
+        return FEN_TOKENS + (1 if self.predictor == "action_value" else 0)
+
+    @property
+    def context_length(self) -> int:
+        """Sequence length inside the model: 79 (AV) or 78 (SV, BC)."""
+        return self.input_length + 1
+
+
+class SwiGLU(nn.Module):
+    hidden: int
+
+    @nn.compact
+    def __call__(self, x):
+        gate = nn.Dense(self.hidden, use_bias=False, name="gate")(x)
+        up = nn.Dense(self.hidden, use_bias=False, name="up")(x)
+        return nn.Dense(x.shape[-1], use_bias=False, name="down")(nn.silu(gate) * up)
+
+
+class SearchlessTransformer(nn.Module):
+    """tokens [B, input_length] int -> log-probabilities [B, output_size] (value bins or actions)."""
+
+    config: SearchlessConfig
+
+    @nn.compact
+    def __call__(self, tokens: jax.Array, train: bool = False) -> jax.Array:
+        cfg = self.config
+        if tokens.ndim != 2 or tokens.shape[1] != cfg.input_length:
+            raise ValueError(f"{cfg.predictor} expects tokens [B, {cfg.input_length}], got {tokens.shape}")
+        bos = jnp.zeros((tokens.shape[0], 1), tokens.dtype)
+        seq = jnp.concatenate([bos, tokens], axis=1)  # [B, T] with T = context_length
+        d = cfg.embedding_dim
+        embed = nn.Embed(cfg.vocab_size, d, embedding_init=nn.initializers.truncated_normal(cfg.emb_init_scale),
+                         name="token_embedding")
+        pos = nn.Embed(cfg.max_sequence_length, d, name="position_embedding")
+        x = embed(seq) * jnp.sqrt(d) + pos(jnp.arange(seq.shape[1]))[None]
+        for i in range(cfg.num_layers):
+            x = x + MultiHeadAttention(cfg.num_heads, d // cfg.num_heads, use_bias=False,
+                                       name=f"attention_{i}")(nn.LayerNorm(name=f"ln_attention_{i}")(x))
+            x = x + SwiGLU(cfg.widening_factor * d, name=f"mlp_{i}")(nn.LayerNorm(name=f"ln_mlp_{i}")(x))
+        if cfg.apply_post_ln:
+            x = nn.LayerNorm(name="ln_final")(x)
+        logits = nn.Dense(cfg.output_size, name="output")(x[:, -1])
+        return jax.nn.log_softmax(logits, axis=-1)
