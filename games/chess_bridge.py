@@ -85,7 +85,8 @@ def _build_tables():
             from_sq[colour, action], to_sq[colour, action], promo[colour, action] = f, t, p
             uci[colour, action] = chess.Move(f, t, p or None).uci()
             move_to_action[colour, f, t, p] = action
-            if p == 0:  # a queen promotion is the plain move
+            pawn_to_last_rank = src % 8 == 6 and dst % 8 == 7 and abs(src // 8 - dst // 8) <= 1
+            if p == 0 and pawn_to_last_rank:  # a queen promotion is the plain pawn move
                 move_to_action[colour, f, t, chess.QUEEN] = action
     return from_sq, to_sq, promo, uci, move_to_action
 
