@@ -1,0 +1,12 @@
+"""Arena: agents behind one interface, match play, ratings (Elo, BayesElo-style, SPRT) and UCI.
+
+    from arena import make_agent
+    agent = make_agent("stockfish:skill=0,nodes=1000")
+    move, info = agent.select(board)   # board: chess.Board with its move stack
+
+Modules import JAX only where a network agent needs it, so random/engine matches start fast.
+"""
+from arena.agent import Agent, Limit, Option
+from arena.spec import AgentSpec, SpecError, make_agent, parse_spec
+
+__all__ = ["Agent", "AgentSpec", "Limit", "Option", "SpecError", "make_agent", "parse_spec"]

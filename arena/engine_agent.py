@@ -1,0 +1,121 @@
+"""External UCI engines as agents (Stockfish and any `uci:cmd="..."`) via python-chess.
+
+Stockfish comes from Debian's package at /usr/games/stockfish (not on PATH); `path=` or
+$STOCKFISH_BIN overrides it.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import time
+
+import chess
+import chess.engine
+
+from arena.agent import Agent, Limit
+
+STOCKFISH_CANDIDATES = ("/usr/games/stockfish", "/usr/bin/stockfish", "/usr/local/bin/stockfish")
+DEFAULT_MOVETIME_MS = 100  # when a spec gives neither nodes, movetime nor depth
+
+
+def find_stockfish(path: str | None = None) -> str:
+    """The Stockfish binary: `path`, $STOCKFISH_BIN, PATH or the Debian location."""
+    for candidate in (path, os.environ.get("STOCKFISH_BIN"), shutil.which("stockfish"),
+                      *STOCKFISH_CANDIDATES):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+        if path:
+            break
+    raise FileNotFoundError(
+        f"Stockfish not found{f' at {path}' if path else ''}: "
+        "install it with 'apt-get install -y stockfish' or set STOCKFISH_BIN")
+
+
+def _score_info(info: chess.engine.InfoDict, turn: chess.Color) -> dict:
+    """Engine info -> our info keys (score from the side to move)."""
+    out = {}
+    score = info.get("score")
+    if score is not None:
+        pov = score.pov(turn)
+        if pov.is_mate():
+            out["mate"] = pov.mate()
+            out["score_cp"] = pov.score(mate_score=100_000)
+        else:
+            out["score_cp"] = pov.score()
+    for key in ("nodes", "depth"):
+        if key in info:
+            out[key] = info[key]
+    if info.get("pv"):
+        out["pv"] = list(info["pv"])
+    return out
+
+
+class EngineAgent(Agent):
+    """A UCI engine process; `limit` defaults come from the spec (nodes / movetime ms / depth)."""
+
+    def __init__(self, command: list[str], name: str, options: dict | None = None,
+                 nodes: int | None = None, movetime_ms: int | None = None,
+                 depth: int | None = None):
+        self.name = name
+        self._command = command
+        try:
+            self._engine = chess.engine.SimpleEngine.popen_uci(command, timeout=30)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"engine '{command[0]}' not found") from None
+        except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError,
+                TimeoutError) as e:
+            raise FileNotFoundError(f"engine '{shlex.join(command)}' did not start as a UCI "
+                                    f"engine: {e}") from None
+        if options:
+            self._engine.configure(options)
+        if nodes is None and movetime_ms is None and depth is None:
+            movetime_ms = DEFAULT_MOVETIME_MS
+        self._game = object()
+        self._default = chess.engine.Limit(
+            nodes=nodes, time=None if movetime_ms is None else movetime_ms / 1000, depth=depth)
+
+    @classmethod
+    def from_spec(cls, spec) -> "EngineAgent":
+        limits = dict(nodes=spec.get("nodes"), movetime_ms=spec.get("movetime"),
+                      depth=spec.get("depth"))
+        if spec.kind == "uci":
+            command = shlex.split(spec.get("cmd"))
+            if not command:
+                raise ValueError(f"agent spec '{spec.text}': empty cmd")
+            exe = command[0]
+            if shutil.which(exe) is None and not os.path.isfile(exe):
+                raise FileNotFoundError(f"agent spec '{spec.text}': engine '{exe}' not found")
+            return cls(command, spec.name, **limits)
+        options = {"Threads": spec.get("threads", 1), "Hash": spec.get("hash", 16)}
+        if spec.get("skill") is not None:
+            options["Skill Level"] = spec.get("skill")
+        return cls([find_stockfish(spec.get("path"))], spec.name, options, **limits)
+
+    def _limit(self, limit: Limit | None) -> chess.engine.Limit:
+        if limit is None or (limit.nodes is None and limit.movetime is None and not limit.infinite):
+            return self._default
+        if limit.infinite:  # engines need a bound here; the UCI front end handles "infinite"
+            return chess.engine.Limit(time=3600)
+        return chess.engine.Limit(nodes=limit.nodes, time=limit.movetime)
+
+    def select(self, board: chess.Board, limit: Limit | None = None, stop=None):
+        start = time.perf_counter()
+        result = self._engine.play(board, self._limit(limit), info=chess.engine.INFO_ALL,
+                                   game=self._game)
+        if result.move is None:
+            raise ValueError(f"engine {self.name} returned no move for {board.fen()}")
+        info = _score_info(result.info, board.turn)
+        if info.get("pv", [result.move])[0] != result.move:  # Skill Level plays off its pv
+            info["pv"] = [result.move]
+        info["time"] = time.perf_counter() - start
+        return result.move, info
+
+    def reset(self) -> None:
+        self._game = object()  # python-chess sends "ucinewgame" when `game` changes
+
+    def close(self) -> None:
+        try:
+            self._engine.quit()
+        except (chess.engine.EngineError, chess.engine.EngineTerminatedError, TimeoutError):
+            self._engine.close()

@@ -1,0 +1,44 @@
+"""A UCI engine around any zerochess agent, for chess GUIs and match runners.
+
+    python uci.py --agent "mcts:ckpt=runs/chess/ckpt,sims=800"
+    python uci.py --agent random
+
+A bad spec, a missing checkpoint or engine prints one line and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agent", required=True, help="agent spec, e.g. 'mcts:ckpt=PATH,sims=800'")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from arena.spec import make_agent
+    from arena.uci_engine import UciEngine
+    try:
+        agent = make_agent(args.agent)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"uci.py: {e}", file=sys.stderr)
+        return 2
+
+    def write(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    try:
+        UciEngine(agent, write).loop(lines)
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass
+    finally:
+        agent.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
