@@ -1,0 +1,4 @@
+"""Self-play actors (Ray): batches of games played with the batched search, streamed to replay."""
+from actors.config import ActorConfig
+
+__all__ = ["ActorConfig"]

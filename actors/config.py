@@ -1,0 +1,27 @@
+"""Self-play actor settings: how many actors, games per actor, placement, resignation."""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorConfig:
+    """Actors play `games_per_actor` games at once with one batched search per ply."""
+
+    num_actors: int = 1  # self-play actors (Ray actors; spread over the cluster's nodes)
+    games_per_actor: int = 32  # games each actor plays in parallel (the search batch)
+    num_cpus: float = 1.0  # CPUs Ray reserves per actor
+    num_gpus: float = 0.0  # GPUs per actor (>0 puts network and search on the accelerator)
+    plies_per_call: int = 8  # plies an actor plays per call before reporting (games stream as they end)
+    resign_threshold: float = -0.9  # resign when the root value and every move's Q are below this (AlphaZero -0.9)
+    resign_min_plies: int = 0  # never resign before this ply
+    resign_disabled_fraction: float = 0.1  # games that never resign, to measure resignation false positives
+    resign_enabled: bool = True  # turn resignation off altogether
+
+    def __post_init__(self):
+        if self.num_actors < 1 or self.games_per_actor < 1 or self.plies_per_call < 1:
+            raise ValueError("num_actors, games_per_actor and plies_per_call must be >= 1")
+        if not 0.0 <= self.resign_disabled_fraction <= 1.0:
+            raise ValueError(f"resign_disabled_fraction must be in [0, 1], got {self.resign_disabled_fraction}")
+        if self.num_cpus < 0 or self.num_gpus < 0:
+            raise ValueError("num_cpus and num_gpus must be >= 0")

@@ -1,0 +1,191 @@
+"""The self-play actor: a batch of games advanced one batched search per ply (run as a Ray actor).
+
+    actor = ray.remote(SelfPlayActor).options(num_cpus=..., num_gpus=...).remote(
+        actor_id, game_name, network_cfg, search_cfg, actor_cfg, replay, store, seed)
+    stats = ray.get(actor.play.remote(plies))   # finished games are durable in replay on return
+
+Every ply: search all B games, record each position (observation, legal moves, pi, child Q, root
+value), check resignation, step the games. A finished game (rules, the game's ply cap as a draw, or
+resignation) is encoded and sent to the replay buffer and its slot restarts with a fresh game.
+Newer parameters are pulled with one `get_newer` call kept in flight and polled without waiting.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import ray
+
+import games
+import models
+import search as search_lib
+from actors.config import ActorConfig
+from replay.record import GameRecord, compress_observation, encode
+
+
+@dataclasses.dataclass
+class _GameLog:
+    """Host-side log of one game in progress."""
+
+    init_key: np.ndarray
+    resign_disabled: bool
+    first_version: int
+    obs: list = dataclasses.field(default_factory=list)
+    to_play: list = dataclasses.field(default_factory=list)
+    legal: list = dataclasses.field(default_factory=list)
+    legal_actions: list = dataclasses.field(default_factory=list)
+    policy: list = dataclasses.field(default_factory=list)
+    child_q: list = dataclasses.field(default_factory=list)
+    root_value: list = dataclasses.field(default_factory=list)
+    actions: list = dataclasses.field(default_factory=list)
+    would_resign: int = -1
+    serial: int = 0
+
+
+def make_evaluate(net):
+    """The network as the search calls it: (variables, obs [B, ...]) -> NetworkOutput."""
+    return lambda variables, obs: net.apply(variables, obs, train=False)
+
+
+class SelfPlayActor:
+    """Plays `actor_cfg.games_per_actor` games in parallel forever, a few plies per `play` call."""
+
+    def __init__(self, actor_id: int, game_name: str, network_cfg, search_cfg, actor_cfg: ActorConfig,
+                 replay, param_store, seed: int):
+        self.actor_id = actor_id
+        self.cfg = actor_cfg
+        self.game = games.make(game_name)
+        self.net = models.make_network(network_cfg, self.game.spec)
+        self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg)
+        self.replay = replay
+        self.store = param_store
+        self.rng = np.random.default_rng([seed, actor_id])
+        self.key = jax.random.PRNGKey(int(self.rng.integers(2**31)))
+        self.version, self.variables = ray.get(param_store.get_newer.remote(-1))  # blocks once, at start
+        self._pull = None
+        self.games_started = 0
+        B = actor_cfg.games_per_actor
+        self._step = jax.jit(self.game.step)
+        self._observe = jax.jit(lambda s: (self.game.observe(s), self.game.current_player(s)))
+        self._finish = jax.jit(lambda s: (self.game.terminal(s), s.truncated, self.game.rewards(s)))
+        self._reset = jax.jit(self._reset_fn)
+        keys = self._new_keys(B)
+        self.states = jax.jit(self.game.init)(jnp.asarray(keys))
+        self.logs = [self._new_log(k) for k in keys]
+        self.obs_dtype = str(np.dtype(self.game.observe(self.states).dtype))
+        self.session = f"{time.time_ns() // 1_000_000:x}"  # distinguishes game ids across resumes
+
+    # -- game slots ------------------------------------------------------------------------------
+    def _new_keys(self, n: int) -> np.ndarray:
+        return self.rng.integers(0, 2**32, size=(n, 2), dtype=np.uint32)
+
+    def _new_log(self, key: np.ndarray) -> _GameLog:
+        self.games_started += 1
+        disabled = (not self.cfg.resign_enabled) or self.rng.random() < self.cfg.resign_disabled_fraction
+        return _GameLog(init_key=key, resign_disabled=disabled, first_version=self.version,
+                        serial=self.games_started)
+
+    def _reset_fn(self, states, keys, mask):
+        fresh = self.game.init(keys)
+        pick = lambda new, old: jnp.where(mask.reshape(mask.shape + (1,) * (old.ndim - 1)), new, old)
+        return jax.tree.map(pick, fresh, states)
+
+    # -- parameters ------------------------------------------------------------------------------
+    def _poll_parameters(self) -> None:
+        """Swaps in newer variables if the pending pull returned; never waits."""
+        if self._pull is None:
+            self._pull = self.store.get_newer.remote(self.version)
+            return
+        ready, _ = ray.wait([self._pull], timeout=0)
+        if ready:
+            result = ray.get(self._pull)
+            self._pull = None
+            if result is not None:
+                self.version, self.variables = result
+
+    # -- play ------------------------------------------------------------------------------------
+    def play(self, num_plies: int) -> dict:
+        """Advances every game `num_plies` plies; returns after finished games are acknowledged."""
+        acks, finished, positions = [], [], 0
+        t0 = time.perf_counter()
+        for _ in range(num_plies):
+            self._poll_parameters()
+            self.key, key = jax.random.split(self.key)
+            out = self.search(self.variables, self.states, key)
+            obs, to_play = jax.device_get(self._observe(self.states))
+            action, slots, visits, pi, q, v = jax.device_get(
+                (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value))
+            resign = self._record_ply(obs, to_play, action, slots, visits, pi, q, v)
+            self.states = self._step(self.states, jnp.asarray(action))
+            positions += len(self.logs)
+            done, capped, rewards = jax.device_get(self._finish(self.states))
+            ended = done | (resign >= 0)
+            if ended.any():
+                for b in np.flatnonzero(ended):
+                    record = self._close_game(b, rewards[b], bool(capped[b]), int(resign[b]))
+                    acks.append(self.replay.add.remote(encode(record)))
+                    finished.append(record)
+                keys = self._new_keys(len(self.logs))
+                self.states = self._reset(self.states, jnp.asarray(keys), jnp.asarray(ended))
+                for b in np.flatnonzero(ended):
+                    self.logs[b] = self._new_log(keys[b])
+        ray.get(acks)  # durable before we report them
+        return {
+            "actor": self.actor_id, "games": len(finished), "positions": positions,
+            "game_plies": [r.plies for r in finished], "version": self.version,
+            "seconds": time.perf_counter() - t0, "node": ray.get_runtime_context().get_node_id(),
+        }
+
+    def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v) -> np.ndarray:
+        """Logs each game's position; returns [B] the resigning pgx player id or -1."""
+        resign = np.full(len(self.logs), -1)
+        for b, log in enumerate(self.logs):
+            n = int(np.sum(slots[b] >= 0))
+            ply = len(log.actions)
+            visited = q[b, :n][visits[b, :n] > 0]  # child Q (side to move) of the searched moves
+            best = visited.max() if visited.size else v[b]
+            hopeless = v[b] < self.cfg.resign_threshold and best < self.cfg.resign_threshold
+            if self.cfg.resign_enabled and hopeless and ply >= self.cfg.resign_min_plies:
+                if log.resign_disabled:
+                    if log.would_resign < 0:
+                        log.would_resign = int(to_play[b])
+                else:
+                    resign[b] = int(to_play[b])
+                    continue  # the game ends before this position's move
+            log.obs.append(compress_observation(obs[b]))
+            log.to_play.append(int(to_play[b]))
+            log.legal.append(n)
+            log.legal_actions.append(slots[b, :n])
+            log.policy.append(pi[b, :n])
+            log.child_q.append(q[b, :n])
+            log.root_value.append(float(v[b]))
+            log.actions.append(int(action[b]))
+        return resign
+
+    def _close_game(self, b: int, rewards: np.ndarray, capped: bool, resigner: int) -> GameRecord:
+        log = self.logs[b]
+        if resigner >= 0:
+            rewards = np.where(np.arange(2) == resigner, -1.0, 1.0).astype(np.float32)
+            termination = "resign"
+        else:
+            termination = "cap" if capped else "rules"
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+        return GameRecord(
+            game=self.game.name, game_id=f"{self.session}-a{self.actor_id}-g{log.serial}",
+            init_key=log.init_key, actions=np.asarray(log.actions, np.int32), observations=log.obs,
+            obs_shape=tuple(self.game.spec.observation_shape),
+            obs_dtype=self.obs_dtype,
+            to_play=np.asarray(log.to_play, np.int8), legal=np.asarray(log.legal, np.int16),
+            legal_actions=cat(log.legal_actions, np.int32), policy=cat(log.policy, np.float32),
+            child_q=cat(log.child_q, np.float32), root_value=np.asarray(log.root_value, np.float32),
+            rewards=np.asarray(rewards, np.float32), termination=termination,
+            resign_disabled=log.resign_disabled, resign_would_have=log.would_resign,
+            param_versions=np.asarray([log.first_version, self.version], np.int64), created=time.time(),
+        )
+
+    def version_in_use(self) -> int:
+        return self.version

@@ -1,0 +1,135 @@
+"""The replay buffer: a window of recent games in memory, every game durable on disk first.
+
+Run it as a Ray actor (`ray.remote(ReplayBuffer)`); it is plain Python so tests can use it directly.
+
+    buffer = ReplayBuffer("runs/x/replay", ReplayConfig(), num_actions=4672, max_legal_actions=218)
+    ack = buffer.add(encode(record))     # returns after the record is fsynced to a chunk file
+    batch = buffer.sample(256, seed=7)   # uniform over the positions of the window
+
+Memory is bounded by `window_positions` (whole games are evicted oldest first; observations are
+kept zlib-compressed) and samples are small padded arrays, so neither the actor nor Ray's object
+store grows with the run.
+"""
+from __future__ import annotations
+
+import collections
+import os
+from pathlib import Path
+
+import numpy as np
+
+from replay import chunks, corpus
+from replay.config import ReplayConfig
+from replay.record import GameRecord, decode
+
+
+class ReplayBuffer:
+    """Window of the most recent positions, persisted as chunk files under `directory`."""
+
+    def __init__(self, directory: str | os.PathLike, config: ReplayConfig, num_actions: int,
+                 max_legal_actions: int):
+        self.directory = Path(directory)
+        self.config = config
+        self.num_actions = num_actions
+        self.max_legal_actions = max_legal_actions
+        self._games: collections.deque[GameRecord] = collections.deque()
+        self._starts = np.zeros(0, np.int64)  # cumulative position starts of `_games`, rebuilt lazily
+        self._window_positions = 0
+        self.games_total = 0  # games ever written (this run dir, reload included)
+        self.positions_total = 0
+        self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
+        self._stats = collections.Counter()  # outcome split, resignations, false positives
+        for record in chunks.read_all(self.directory):  # reload: checksums verified, window refilled
+            self._admit(record)
+        self.reloaded_games = self.games_total
+        self._writer = chunks.ChunkWriter(self.directory, config.games_per_chunk)
+
+    # -- writing ---------------------------------------------------------------------------------
+    def add(self, frame: bytes) -> dict:
+        """Stores one encoded record; returns the totals once it is on disk (the acknowledgement)."""
+        record = decode(frame, where="record from actor")
+        self._writer.append(record)
+        self._admit(record)
+        return {"games_total": self.games_total, "positions_total": self.positions_total}
+
+    def _admit(self, record: GameRecord) -> None:
+        self._games.append(record)
+        self._recent.append(record)
+        self._window_positions += record.plies
+        self.games_total += 1
+        self.positions_total += record.plies
+        self._count(record)
+        while len(self._games) > 1 and self._window_positions - self._games[0].plies >= self.config.window_positions:
+            self._window_positions -= self._games.popleft().plies
+        self._starts = None
+
+    def _count(self, record: GameRecord) -> None:
+        first = 0 if record.plies == 0 else int(record.to_play[0])
+        r = record.rewards[first] if record.plies else 0.0
+        self._stats["first_player_wins" if r > 0 else "first_player_losses" if r < 0 else "draws"] += 1
+        self._stats["resigned"] += record.resigned
+        self._stats["capped"] += record.termination == "cap"
+        if record.resign_disabled:
+            self._stats["no_resign_games"] += 1
+            self._stats["resign_would_have"] += record.resign_would_have >= 0
+            self._stats["resign_false_positives"] += record.resign_false_positive()
+
+    # -- reading ---------------------------------------------------------------------------------
+    def size(self) -> int:
+        """Positions in the window."""
+        return self._window_positions
+
+    def sample(self, batch_size: int, seed: int) -> dict:
+        """Uniform positions of the window as padded arrays (W = max_legal_actions):
+
+        observation [B, *obs_shape], legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
+        z [B] float32 outcome for the side to move.
+        """
+        if self._window_positions == 0:
+            raise ValueError("the replay buffer is empty")
+        if self._starts is None:
+            self._starts = np.cumsum([0] + [g.plies for g in self._games])
+        rng = np.random.default_rng(seed)
+        flat = rng.integers(0, self._window_positions, size=batch_size)
+        game_idx = np.searchsorted(self._starts, flat, side="right") - 1
+        W = self.max_legal_actions
+        legal = np.full((batch_size, W), -1, np.int32)
+        policy = np.zeros((batch_size, W), np.float32)
+        z = np.zeros(batch_size, np.float32)
+        obs = []
+        games = self._games
+        for b, (gi, pos) in enumerate(zip(game_idx, flat)):
+            g = games[gi]
+            t = int(pos - self._starts[gi])
+            lo, hi = int(g.offsets()[t]), int(g.offsets()[t + 1])
+            legal[b, : hi - lo] = g.legal_actions[lo:hi]
+            policy[b, : hi - lo] = g.policy[lo:hi]
+            z[b] = g.rewards[g.to_play[t]]
+            obs.append(g.observation(t))
+        return {"observation": np.stack(obs), "legal_actions": legal, "policy": policy, "z": z}
+
+    def stats(self) -> dict:
+        """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""
+        recent = list(self._recent)
+        return {
+            "games_total": self.games_total,
+            "positions_total": self.positions_total,
+            "window_games": len(self._games),
+            "window_positions": self._window_positions,
+            "mean_game_length": float(np.mean([g.plies for g in recent])) if recent else 0.0,
+            **{k: int(v) for k, v in self._stats.items()},
+        }
+
+    def recent_games(self, n: int) -> list[bytes]:
+        """The last n games (encoded), e.g. for the sample PGN."""
+        from replay.record import encode
+        return [encode(g) for g in list(self._recent)[-n:]]
+
+    def freeze(self, out_dir: str | os.PathLike) -> dict:
+        """Writes every game on disk as an immutable corpus (see replay/corpus.py); returns its manifest."""
+        self._writer.close()  # the next add opens a new chunk; frozen files are never appended to
+        self._writer = chunks.ChunkWriter(self.directory, self.config.games_per_chunk)
+        return corpus.freeze(self.directory, out_dir)
+
+    def close(self) -> None:
+        self._writer.close()

@@ -1,0 +1,104 @@
+"""Freezing the replay into an immutable corpus for distillation (runs/<name>/corpus/).
+
+One msgpack map per position, in shards `shard-00000.msgpack`, ... (the shard layout and key names
+of distill/records.py, so `distill.records.iter_records` reads a chess corpus directly):
+    game, ply                  game id and half-moves since the start
+    actions                    pgx actions from the start up to this position (rebuilds it exactly)
+    legal_actions              pgx ids of the legal moves; `policy`, `child_q` are over them
+    policy, child_q, root_value, z   search targets and the outcome, side to move, z in {-1, 0, 1}
+    source                     "selfplay"
+Chess adds `fen`, `moves` (legal moves, UCI), `history` (UCI moves from the start), `values`
+(child Q as win probability in [0, 1]), `value` (root value, same scale), `best` (the move played
+after the search), `outcome` (z in [0, 1]). `manifest.json` lists each shard with its sha256;
+files are made read-only and a non-empty corpus directory is never written into.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import msgpack
+
+from replay import chunks
+from replay.record import GameRecord
+
+POSITIONS_PER_SHARD = 50_000
+
+
+def _chess_rows(record: GameRecord):
+    """Per-position chess extras via python-chess (FEN, UCI), replaying the pgx actions."""
+    import chess
+
+    from games import chess_bridge  # chess only; imported lazily
+
+    board = chess.Board()
+    history: list[str] = []
+    offsets = record.offsets()
+    for t in range(record.plies):
+        legal = record.legal_actions[offsets[t]:offsets[t + 1]]
+        moves = [chess_bridge.pgx_action_to_move(int(a), board).uci() for a in legal]
+        played = chess_bridge.pgx_action_to_move(int(record.actions[t]), board)
+        yield {
+            "fen": board.fen(), "moves": moves, "history": list(history),
+            "values": [(float(q) + 1) / 2 for q in record.child_q[offsets[t]:offsets[t + 1]]],
+            "value": (float(record.root_value[t]) + 1) / 2, "best": played.uci(),
+        }
+        board.push(played)
+        history.append(played.uci())
+
+
+def rows(record: GameRecord):
+    """The corpus rows (dicts) of one game, one per position."""
+    offsets = record.offsets()
+    z = record.outcome()
+    extras = _chess_rows(record) if record.game == "chess" else None
+    for t in range(record.plies):
+        lo, hi = int(offsets[t]), int(offsets[t + 1])
+        row = {
+            "game": record.game_id, "ply": t, "actions": record.actions[:t].tolist(),
+            "legal_actions": record.legal_actions[lo:hi].tolist(),
+            "policy": record.policy[lo:hi].tolist(), "child_q": record.child_q[lo:hi].tolist(),
+            "root_value": float(record.root_value[t]), "z": float(z[t]),
+            "outcome": (float(z[t]) + 1) / 2, "source": "selfplay",
+        }
+        if extras is not None:
+            row.update(next(extras))
+        yield row
+
+
+def freeze(replay_dir: str | os.PathLike, out_dir: str | os.PathLike,
+           positions_per_shard: int = POSITIONS_PER_SHARD) -> dict:
+    """Writes the corpus of every game in `replay_dir`; returns (and writes) its manifest."""
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} is not empty: a frozen corpus is immutable, freeze into a new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    shards, games, positions = [], 0, 0
+    f, in_shard = None, 0
+    try:
+        for record in chunks.read_all(replay_dir):
+            games += 1
+            for row in rows(record):
+                if f is None or in_shard >= positions_per_shard:
+                    if f is not None:
+                        f.close()
+                    path = out / f"shard-{len(shards):05d}.msgpack"
+                    shards.append(path)
+                    f, in_shard = open(path, "xb"), 0
+                f.write(msgpack.packb(row, use_bin_type=True))
+                in_shard += 1
+                positions += 1
+    finally:
+        if f is not None:
+            f.close()
+    manifest = {
+        "games": games, "positions": positions,
+        "shards": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in shards],
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    for p in [*shards, out / "manifest.json"]:
+        os.chmod(p, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    return manifest

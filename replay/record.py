@@ -1,0 +1,149 @@
+"""The game record: one finished self-play game, as actors stream it to the replay buffer and disk.
+
+A record holds, per position t (T = plies played):
+  observation   the network input, zlib-compressed raw bytes of the pgx observation (exact, and
+                small: chess planes are mostly zeros); the actions from `init_key` also replay it
+  to_play       [T] pgx player id to move
+  legal         [T] number of legal moves n_t; the next three are concatenated over t ([sum n_t]):
+  legal_actions pgx action ids of the legal moves (the search's slots, in slot order)
+  policy        the search's policy target pi over those moves (sparse: legal moves only)
+  child_q       the search's Q value of each move, from the side to move
+  root_value    [T] the search's root value, from the side to move
+  actions       [T] the pgx action played
+and per game: the outcome (`rewards` [2] per pgx player id), plies, how it ended, the parameter
+versions that played it, the resignation bookkeeping, and the init key (with `actions` it rebuilds
+every pgx state exactly, e.g. for FEN + move history in the corpus or PGN).
+
+On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]`, `body` the
+msgpack map of the fields with arrays as little-endian bytes, so corruption is detected per record.
+"""
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import Any
+
+import msgpack
+import numpy as np
+
+MAGIC = "zcgr"
+SCHEMA_VERSION = 1
+
+
+class RecordError(ValueError):
+    """A record that cannot be decoded: corrupt (checksum), truncated or of an unknown schema."""
+
+
+# Array fields and their on-disk dtypes (little-endian).
+_ARRAYS = {
+    "init_key": "<u4", "actions": "<i4", "to_play": "<i1", "legal": "<i2",
+    "legal_actions": "<i4", "policy": "<f4", "child_q": "<f4", "root_value": "<f4",
+    "rewards": "<f4", "param_versions": "<i8",
+}
+
+
+@dataclasses.dataclass
+class GameRecord:
+    """One finished game; arrays are numpy, shapes as in the module docstring."""
+
+    game: str  # game name ("chess", "tic_tac_toe", ...)
+    game_id: str  # unique id "<actor>-<counter>"
+    init_key: np.ndarray  # [2] uint32 raw key data of `game.init` for this game
+    actions: np.ndarray  # [T] pgx actions played
+    observations: list[bytes]  # T zlib-compressed observations, each of obs_shape / obs_dtype
+    obs_shape: tuple[int, ...]  # pgx observation shape
+    obs_dtype: str  # numpy dtype string of the observation ("float32", "bool")
+    to_play: np.ndarray  # [T] pgx player id to move
+    legal: np.ndarray  # [T] legal-move count per position
+    legal_actions: np.ndarray  # [sum legal] pgx ids of the legal moves
+    policy: np.ndarray  # [sum legal] policy target pi
+    child_q: np.ndarray  # [sum legal] Q per move, side to move
+    root_value: np.ndarray  # [T] root value, side to move
+    rewards: np.ndarray  # [2] final reward per pgx player id (+1 win, -1 loss, 0 draw)
+    termination: str  # "rules" (mate, stalemate, draw rules), "cap" (ply limit: draw), "resign"
+    resign_disabled: bool  # this game was one of the never-resign fraction
+    resign_would_have: int  # never-resign games: pgx player id that would have resigned first, or -1
+    param_versions: np.ndarray  # [2] first and last parameter version that played this game
+    created: float  # unix time the game finished
+
+    @property
+    def plies(self) -> int:
+        return int(len(self.actions))
+
+    @property
+    def resigned(self) -> bool:
+        return self.termination == "resign"
+
+    def outcome(self) -> np.ndarray:
+        """[T] z: the final reward of the player to move at each position."""
+        return self.rewards[self.to_play.astype(np.int64)].astype(np.float32)
+
+    def observation(self, t: int) -> np.ndarray:
+        """The network input of position t, [*obs_shape]."""
+        raw = zlib.decompress(self.observations[t])
+        return np.frombuffer(raw, dtype=self.obs_dtype).reshape(self.obs_shape)
+
+    def offsets(self) -> np.ndarray:
+        """[T + 1] start of each position's moves in the concatenated per-move arrays."""
+        return np.concatenate([[0], np.cumsum(self.legal, dtype=np.int64)])
+
+    def resign_false_positive(self) -> bool:
+        """A never-resign game where the player who would have resigned did not lose."""
+        if self.resign_would_have < 0:
+            return False
+        return bool(self.rewards[self.resign_would_have] >= 0)
+
+
+def compress_observation(obs: np.ndarray) -> bytes:
+    """One observation [*obs_shape] -> zlib bytes of its raw contents (level 1: fast, plenty here)."""
+    return zlib.compress(np.ascontiguousarray(obs).tobytes(), 1)
+
+
+def encode(record: GameRecord) -> bytes:
+    """GameRecord -> one checksummed msgpack frame."""
+    body: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if f.name in _ARRAYS:
+            value = np.asarray(value).astype(_ARRAYS[f.name]).tobytes()
+        elif f.name == "obs_shape":
+            value = list(value)
+        body[f.name] = value
+    payload = msgpack.packb(body, use_bin_type=True)
+    return msgpack.packb([MAGIC, SCHEMA_VERSION, zlib.crc32(payload), payload], use_bin_type=True)
+
+
+def decode_frame(frame: Any, where: str = "record") -> GameRecord:
+    """An unpacked frame (the list `encode` packed) -> GameRecord; RecordError names `where`."""
+    if not (isinstance(frame, (list, tuple)) and len(frame) == 4 and frame[0] == MAGIC):
+        raise RecordError(f"{where}: not a zerochess game record")
+    _, version, crc, payload = frame
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"{where}: record schema version {version}, this code reads {SCHEMA_VERSION}")
+    if not isinstance(payload, bytes) or zlib.crc32(payload) != crc:
+        raise RecordError(f"{where}: checksum mismatch, the record is corrupt")
+    try:
+        body = msgpack.unpackb(payload, raw=False)
+        kwargs = {}
+        for f in dataclasses.fields(GameRecord):
+            value = body[f.name]
+            if f.name in _ARRAYS:
+                value = np.frombuffer(value, dtype=_ARRAYS[f.name]).copy()
+            elif f.name == "obs_shape":
+                value = tuple(value)
+            kwargs[f.name] = value
+        record = GameRecord(**kwargs)
+    except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
+        raise RecordError(f"{where}: malformed record body ({e})") from None
+    if int(record.legal.sum()) != len(record.policy) or len(record.observations) != record.plies:
+        raise RecordError(f"{where}: inconsistent record lengths")
+    return record
+
+
+def decode(data: bytes, where: str = "record") -> GameRecord:
+    """One frame's bytes -> GameRecord (RecordError if corrupt)."""
+    try:
+        frame = msgpack.unpackb(data, raw=False)
+    except (ValueError, msgpack.UnpackException) as e:
+        raise RecordError(f"{where}: not decodable as msgpack ({e})") from None
+    return decode_frame(frame, where)

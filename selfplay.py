@@ -1,0 +1,52 @@
+"""Self-play training (AlphaZero) on Ray: `python selfplay.py --config configs/chess_cpu.yaml`.
+
+    python selfplay.py --config configs/tic_tac_toe.yaml --set learner.max_steps=500 --set name=ttt1
+    python selfplay.py --config configs/chess_cpu.yaml --resume           # continue runs/chess_cpu
+    python selfplay.py --config configs/chess_az.yaml --ray-address auto  # an existing Ray cluster
+
+Files go to runs/<name>/: config.yaml, checkpoints/, replay/, tb/, games.pgn, corpus/.
+Ctrl-C stops after saving a checkpoint; `--resume` continues from it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from configs.loader import ConfigError, load
+from learner.selfplay_config import SelfPlayConfig  # noqa: F401  (the config type, re-exported)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True, help="YAML preset, e.g. configs/chess_cpu.yaml")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config value (dotted key), repeatable: --set learner.batch_size=128")
+    p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--resume", action="store_true", help="continue runs/<name>/ from its last checkpoint")
+    p.add_argument("--no-progress", action="store_true", help="plain log lines instead of the live table")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        cfg = load(SelfPlayConfig, args.config, args.overrides)
+    except ConfigError as e:
+        print(f"selfplay.py: config error: {e}", file=sys.stderr)
+        return 2
+    from learner.driver import RunError, run  # heavy imports only once the config is valid
+    from replay.record import RecordError
+
+    try:
+        summary = run(cfg, resume=args.resume, ray_address=args.ray_address,
+                      show_progress=False if args.no_progress else None)
+    except (RunError, RecordError, FileNotFoundError) as e:
+        print(f"selfplay.py: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

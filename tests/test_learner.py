@@ -1,0 +1,143 @@
+"""Learner: loss against hand-computed values, loss decreases on a fixed batch, schedule, orbax
+checkpoints restore exactly, and selfplay.py's config errors (one line, exit 2)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games
+import models
+from configs.loader import ConfigError, load
+from learner.checkpoint import Checkpointer
+from learner.config import LearnerConfig
+from learner.selfplay_config import SelfPlayConfig
+from learner.train import dense_targets, init_train_state, learning_rate, loss_and_metrics, make_train_step
+from models import NetworkOutput
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ttt_setup(batch: int = 32, seed: int = 0):
+    game = games.make("tic_tac_toe")
+    net = models.make_network(load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml").network, game.spec)
+    rng = np.random.default_rng(seed)
+    obs = rng.random((batch, 3, 3, 2)) < 0.3
+    legal = np.full((batch, 9), -1, np.int32)
+    policy = np.zeros((batch, 9), np.float32)
+    for b in range(batch):
+        n = rng.integers(2, 9)
+        legal[b, :n] = np.sort(rng.choice(9, n, replace=False))
+        policy[b, :n] = rng.dirichlet(np.ones(n))
+    z = rng.choice([-1.0, 0.0, 1.0], size=batch).astype(np.float32)
+    return game, net, {"observation": obs, "legal_actions": legal, "policy": policy, "z": z}
+
+
+def test_dense_targets_scatter_slots_and_drop_pads():
+    mask, pi = dense_targets(jnp.array([[1, 4, -1], [0, -1, -1]]), jnp.array([[0.25, 0.75, 0.0], [1.0, 0, 0]]), 5)
+    np.testing.assert_array_equal(mask, [[0, 1, 0, 0, 1], [1, 0, 0, 0, 0]])
+    np.testing.assert_allclose(pi, [[0, 0.25, 0, 0, 0.75], [1, 0, 0, 0, 0]])
+
+
+class FixedNet:
+    """A stand-in module with known outputs, to check the loss by hand."""
+
+    def __init__(self, logits, value, wdl=None):
+        self.out = NetworkOutput(jnp.asarray(logits), jnp.asarray(value), None if wdl is None else jnp.asarray(wdl))
+
+    def apply(self, variables, obs, train, mutable):
+        return self.out, {"batch_stats": {}}
+
+
+def test_loss_matches_hand_computation():
+    # One position, legal moves {0, 2} of 3, logits (0, 5, ln 3): p over legal = (1/4, 3/4).
+    net = FixedNet([[0.0, 5.0, np.log(3.0)]], [0.5], wdl=[[0.0, 0.0, 0.0]])
+    batch = {"observation": jnp.zeros((1, 1)), "legal_actions": jnp.array([[0, 2]]),
+             "policy": jnp.array([[0.5, 0.5]]), "z": jnp.array([-1.0])}
+    loss, (_, m) = loss_and_metrics({}, {}, net, LearnerConfig(), 3, batch)
+    policy_loss = -(0.5 * np.log(0.25) + 0.5 * np.log(0.75))
+    np.testing.assert_allclose(m["policy_loss"], policy_loss, rtol=1e-5)
+    np.testing.assert_allclose(m["value_loss"], 1.5 ** 2, rtol=1e-6)
+    np.testing.assert_allclose(m["wdl_loss"], np.log(3.0), rtol=1e-5)  # uniform WDL, target "loss"
+    np.testing.assert_allclose(m["policy_entropy"], -(0.25 * np.log(0.25) + 0.75 * np.log(0.75)), rtol=1e-5)
+    np.testing.assert_allclose(loss, policy_loss + 2.25 + np.log(3.0), rtol=1e-5)
+
+
+def test_loss_decreases_on_a_fixed_batch():
+    game, net, batch = ttt_setup()
+    cfg = LearnerConfig(lr_values=(0.05,), lr_boundaries=(), batch_size=32)
+    state = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(0))
+    step = make_train_step(net, cfg, game.spec.num_actions)
+    losses = []
+    for _ in range(60):
+        state, m = step(state, batch)
+        losses.append(float(m["loss"]))
+    assert int(state.step) == 60
+    assert losses[-1] < 0.6 * losses[0], losses[::10]
+
+
+def test_piecewise_schedule():
+    sched = learning_rate(LearnerConfig(lr_values=(0.2, 0.02, 0.002, 0.0002), lr_boundaries=(10, 20, 30)))
+    np.testing.assert_allclose([sched(s) for s in (0, 9, 10, 19, 20, 30, 99)],
+                               [0.2, 0.2, 0.02, 0.02, 0.002, 0.0002, 0.0002], rtol=1e-5)
+
+
+def test_checkpoint_restores_state_exactly(tmp_path):
+    game, net, batch = ttt_setup()
+    cfg = LearnerConfig(batch_size=32)
+    state = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(1))
+    step = make_train_step(net, cfg, game.spec.num_actions)
+    for _ in range(3):
+        state, _ = step(state, batch)
+    ckpt = Checkpointer(tmp_path / "ck")
+    ckpt.save(state, {"samples_trained": 96})
+    fresh = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(2))
+    restored, meta = Checkpointer(tmp_path / "ck").restore_latest(fresh)
+    assert meta == {"samples_trained": 96} and int(restored.step) == 3
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(restored)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # Continuing from the restored state gives the same next step as continuing the original.
+    s1, m1 = step(state, batch)
+    s2, m2 = step(restored, batch)
+    np.testing.assert_allclose(m1["loss"], m2["loss"], rtol=1e-6)
+    assert Checkpointer(tmp_path / "empty").restore_latest(fresh) is None
+
+
+def test_config_presets_load_and_bad_values_name_the_key():
+    for name in ("chess_cpu", "chess_az", "tic_tac_toe", "connect_four", "go_9x9"):
+        cfg = load(SelfPlayConfig, ROOT / f"configs/{name}.yaml")
+        assert cfg.name == name
+    az = load(SelfPlayConfig, ROOT / "configs/chess_az.yaml")
+    assert (az.network.resnet.num_blocks, az.network.resnet.filters) == (19, 256)
+    assert az.search.num_simulations == 800 and az.learner.batch_size == 4096
+    assert az.learner.lr_values == (0.2, 0.02, 0.002, 0.0002)
+    with pytest.raises(ConfigError, match="learner.batch_sise"):
+        load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.batch_sise=3"])
+    with pytest.raises(ConfigError, match="actors.games_per_actor"):
+        load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["actors.games_per_actor=many"])
+    with pytest.raises(ConfigError, match="lr_values"):
+        load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.lr_boundaries=[5]"])
+
+
+@pytest.mark.parametrize("override,needle", [("learner.nope=1", "learner.nope"),
+                                             ("search.num_simulations=abc", "search.num_simulations")])
+def test_cli_config_error_is_one_line_exit_2(override, needle, tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/chess_cpu.yaml"),
+                        "--set", override, "--set", f"runs_dir={tmp_path}"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert not (tmp_path / "chess_cpu").exists()
+
+
+def test_cli_resume_without_a_run_is_one_line_exit_2(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
+                        "--resume", "--set", f"runs_dir={tmp_path}"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 2 and "nothing to resume" in r.stderr.strip().splitlines()[-1]

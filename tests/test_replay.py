@@ -1,0 +1,187 @@
+"""Game records, chunk files, the replay buffer (persistence, window, sampling) and the frozen corpus."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import chess
+import msgpack
+import numpy as np
+import pytest
+
+from games import chess_bridge
+from replay import chunks
+from replay.buffer import ReplayBuffer
+from replay.config import ReplayConfig
+from replay.record import GameRecord, RecordError, compress_observation, decode, encode
+
+
+def make_record(game_id: str, plies: int, seed: int = 0, num_actions: int = 9, width: int = 5) -> GameRecord:
+    """A synthetic game: `width` legal moves per position, obs [3, 3, 2] bool."""
+    rng = np.random.default_rng(seed)
+    legal = np.full(plies, width, np.int16)
+    legal_actions = np.concatenate([np.sort(rng.choice(num_actions, width, replace=False)) for _ in range(plies)])
+    policy = rng.dirichlet(np.ones(width), size=plies).reshape(-1).astype(np.float32)
+    obs = [rng.random((3, 3, 2)) < 0.3 for _ in range(plies)]
+    return GameRecord(
+        game="tic_tac_toe", game_id=game_id, init_key=np.array([seed, 7], np.uint32),
+        actions=legal_actions.reshape(plies, width)[:, 0].astype(np.int32),
+        observations=[compress_observation(o) for o in obs], obs_shape=(3, 3, 2), obs_dtype="bool",
+        to_play=(np.arange(plies) % 2).astype(np.int8), legal=legal, legal_actions=legal_actions.astype(np.int32),
+        policy=policy, child_q=rng.uniform(-1, 1, plies * width).astype(np.float32),
+        root_value=rng.uniform(-1, 1, plies).astype(np.float32), rewards=np.array([1.0, -1.0], np.float32),
+        termination="rules", resign_disabled=True, resign_would_have=1,
+        param_versions=np.array([3, 5]), created=123.5)
+
+
+def test_record_round_trip_is_exact():
+    rec = make_record("g1", 7, seed=1)
+    back = decode(encode(rec))
+    for f in ("game", "game_id", "obs_shape", "obs_dtype", "termination", "resign_disabled", "resign_would_have", "created"):
+        assert getattr(back, f) == getattr(rec, f)
+    for f in ("init_key", "actions", "to_play", "legal", "legal_actions", "policy", "child_q", "root_value",
+              "rewards", "param_versions"):
+        np.testing.assert_array_equal(getattr(back, f), getattr(rec, f))
+    for t in range(7):
+        np.testing.assert_array_equal(back.observation(t), rec.observation(t))
+    # z from the outcome: player 0 won, positions alternate 0, 1, 0, ...
+    np.testing.assert_array_equal(back.outcome(), [1, -1, 1, -1, 1, -1, 1])
+    assert back.plies == 7 and not back.resigned
+    assert not back.resign_false_positive()  # player 1 would have resigned and did lose
+
+
+def test_flipped_byte_is_detected_with_a_clear_error():
+    data = bytearray(encode(make_record("g1", 5)))
+    data[len(data) // 2] ^= 0x01
+    with pytest.raises(RecordError, match="checksum"):
+        decode(bytes(data))
+    with pytest.raises(RecordError, match="not decodable|not a zerochess"):
+        decode(b"\x93garbage")
+
+
+def test_unknown_schema_version_is_refused():
+    frame = msgpack.unpackb(encode(make_record("g1", 2)), raw=False)
+    frame[1] = 99
+    with pytest.raises(RecordError, match="schema version 99"):
+        decode(msgpack.packb(frame, use_bin_type=True))
+
+
+def test_buffer_persists_every_acknowledged_game_and_reloads(tmp_path):
+    cfg = ReplayConfig(window_positions=1000, games_per_chunk=3)
+    buf = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
+    ids = [f"g{i}" for i in range(8)]
+    for i, gid in enumerate(ids):
+        ack = buf.add(encode(make_record(gid, 4 + i, seed=i)))
+    assert ack == {"games_total": 8, "positions_total": sum(4 + i for i in range(8))}
+    # No close(): like a killed process. A torn frame at the end (written, never acknowledged):
+    last = chunks.chunk_paths(tmp_path)[-1]
+    with open(last, "ab") as f:
+        f.write(encode(make_record("torn", 6))[:40])
+    assert len(chunks.chunk_paths(tmp_path)) == 3  # 3 + 3 + 2 games
+    again = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
+    assert [r.game_id for r in chunks.read_all(tmp_path)] == ids
+    assert again.stats()["games_total"] == 8 and again.size() == sum(4 + i for i in range(8))
+    again.add(encode(make_record("g8", 3)))  # a new chunk; the torn file is left alone
+    assert [r.game_id for r in chunks.read_all(tmp_path)] == ids + ["g8"]
+
+
+def test_corrupt_chunk_on_reload_names_the_file(tmp_path):
+    buf = ReplayBuffer(tmp_path, ReplayConfig(games_per_chunk=10), num_actions=9, max_legal_actions=9)
+    for i in range(3):
+        buf.add(encode(make_record(f"g{i}", 5, seed=i)))
+    buf.close()
+    path = chunks.chunk_paths(tmp_path)[0]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(RecordError, match="chunk-000000.msgpack"):
+        ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+
+
+def test_window_is_bounded_by_positions_and_evicts_oldest_games(tmp_path):
+    buf = ReplayBuffer(tmp_path, ReplayConfig(window_positions=20), num_actions=9, max_legal_actions=9)
+    for i in range(10):
+        buf.add(encode(make_record(f"g{i}", 5, seed=i)))
+    s = buf.stats()
+    assert s["games_total"] == 10 and s["positions_total"] == 50
+    assert s["window_games"] == 4 and buf.size() == 20  # the last 4 games only
+    batch = buf.sample(400, seed=0)
+    kept = [make_record(f"g{i}", 5, seed=i) for i in range(6, 10)]
+    firsts = {int(r.legal_actions[5 * t]) for r in kept for t in range(5)}
+    assert set(batch["legal_actions"][:, 0].tolist()) <= firsts
+    # Reload keeps the same window.
+    again = ReplayBuffer(tmp_path, ReplayConfig(window_positions=20), num_actions=9, max_legal_actions=9)
+    assert again.stats()["window_games"] == 4
+
+
+def test_sample_matches_the_stored_positions(tmp_path):
+    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+    rec = make_record("only", 6, seed=4)
+    buf.add(encode(rec))
+    batch = buf.sample(64, seed=1)
+    assert batch["observation"].shape == (64, 3, 3, 2) and batch["observation"].dtype == bool
+    assert batch["legal_actions"].shape == (64, 9) and batch["policy"].shape == (64, 9)
+    drawn = set()
+    for b in range(64):
+        t = next(t for t in range(6) if np.array_equal(rec.observation(t), batch["observation"][b]))
+        drawn.add(t)
+        np.testing.assert_array_equal(batch["legal_actions"][b, :5], rec.legal_actions[5 * t: 5 * t + 5])
+        assert np.all(batch["legal_actions"][b, 5:] == -1)
+        np.testing.assert_allclose(batch["policy"][b, :5], rec.policy[5 * t: 5 * t + 5])
+        assert batch["z"][b] == (1.0 if t % 2 == 0 else -1.0)
+    assert drawn == set(range(6))  # uniform over the window: every position comes up
+
+
+def chess_record(num_plies: int, seed: int) -> tuple[GameRecord, list[chess.Board]]:
+    """A random legal chess game as a record (pgx actions via the bridge), and the boards."""
+    rng = np.random.default_rng(seed)
+    board = chess.Board()
+    actions, legal_counts, legal_actions, boards = [], [], [], []
+    for _ in range(num_plies):
+        boards.append(board.copy())
+        moves = list(board.legal_moves)
+        ids = sorted(chess_bridge.move_to_pgx_action(m, board.turn == chess.WHITE) for m in moves)
+        legal_counts.append(len(ids))
+        legal_actions.extend(ids)
+        move = moves[rng.integers(len(moves))]
+        actions.append(chess_bridge.move_to_pgx_action(move, board.turn == chess.WHITE))
+        board.push(move)
+    n = len(legal_actions)
+    rec = GameRecord(
+        game="chess", game_id=f"c{seed}", init_key=np.zeros(2, np.uint32), actions=np.array(actions, np.int32),
+        observations=[compress_observation(np.zeros((8, 8, 119), np.float32))] * num_plies,
+        obs_shape=(8, 8, 119), obs_dtype="float32", to_play=(np.arange(num_plies) % 2).astype(np.int8),
+        legal=np.array(legal_counts, np.int16), legal_actions=np.array(legal_actions, np.int32),
+        policy=np.full(n, 0.05, np.float32), child_q=np.zeros(n, np.float32),
+        root_value=np.zeros(num_plies, np.float32), rewards=np.zeros(2, np.float32), termination="cap",
+        resign_disabled=False, resign_would_have=-1, param_versions=np.array([0, 0]), created=0.0)
+    return rec, boards
+
+
+def test_freeze_writes_an_immutable_corpus_with_fens(tmp_path):
+    buf = ReplayBuffer(tmp_path / "replay", ReplayConfig(), num_actions=4672, max_legal_actions=218)
+    recs = [chess_record(12, seed) for seed in range(2)]
+    for rec, _ in recs:
+        buf.add(encode(rec))
+    manifest = buf.freeze(tmp_path / "corpus")
+    assert manifest["games"] == 2 and manifest["positions"] == 24
+    rows = []
+    for shard in manifest["shards"]:
+        path = tmp_path / "corpus" / shard["file"]
+        assert not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+        rows += list(msgpack.Unpacker(open(path, "rb"), raw=False))
+    assert json.loads((tmp_path / "corpus" / "manifest.json").read_text())["positions"] == 24
+    for row in rows:
+        rec, boards = recs[int(row["game"][1:])]
+        board = boards[row["ply"]]
+        assert row["fen"] == board.fen()  # python-chess is the reference
+        assert sorted(row["moves"]) == sorted(m.uci() for m in board.legal_moves)
+        assert row["history"] == [m.uci() for m in board.move_stack]
+        assert len(row["policy"]) == len(row["child_q"]) == len(row["moves"])
+        assert row["z"] == 0.0 and row["outcome"] == 0.5
+    with pytest.raises(FileExistsError, match="immutable"):
+        buf.freeze(tmp_path / "corpus")
+    # distill/ reads the corpus as it reads its own shards
+    from distill import records
+    assert sum(1 for _ in records.iter_records(tmp_path / "corpus")) == 24
