@@ -101,27 +101,24 @@ def gather_by_colour(pair_logits: jax.Array, index: np.ndarray, is_black: jax.Ar
     return jnp.take_along_axis(pair_logits, per_row, axis=1)
 
 
-def _move_list(module, names: Sequence[str]) -> list[str]:
-    """The UCI move list a games/ module exports (under the first of `names` it has)."""
-    for name in names:
-        moves = getattr(module, name, None)
-        if moves is not None:
-            return [str(m) for m in (moves() if callable(moves) else moves)]
-    raise ValueError(f"{module.__name__} exports none of {list(names)}: cannot map the attention policy into it")
-
 
 @functools.lru_cache(maxsize=None)
-def compact_index(module) -> np.ndarray:
-    """[1858] pair-space index of the compact moves (UCI in the side-to-move frame)."""
-    out = uci_pair_indices(_move_list(module, ("MOVES", "UCI_MOVES", "COMPACT_MOVES")))
+def compact_index() -> np.ndarray:
+    """[1858] pair-space index of the compact moves (games/compact_actions.py, side-to-move frame)."""
+    from games import compact_actions
+
+    out = uci_pair_indices(list(compact_actions.COMPACT_UCI))
     out.setflags(write=False)
     return out
 
 
 @functools.lru_cache(maxsize=None)
-def vocab_index(module) -> np.ndarray:
-    """[2, 1968] pair-space index of the searchless vocabulary (absolute UCI): white, black rows."""
-    moves = _move_list(module, ("MOVES", "UCI_MOVES", "VOCABULARY", "ACTIONS"))
+def vocab_index() -> np.ndarray:
+    """[2, 1968] pair-space index of the searchless vocabulary (games/uci_vocab.py, absolute UCI):
+    row 0 for white to move, row 1 for black (ranks mirrored into black's frame)."""
+    from games import uci_vocab
+
+    moves = list(uci_vocab.MOVES)
     out = np.stack([uci_pair_indices(moves), uci_pair_indices(moves, mirror=True)])
     out.setflags(write=False)
     return out

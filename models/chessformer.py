@@ -33,7 +33,8 @@ from models.position_bias import (AbsolutePositionEmbedding, GeometricAttentionB
 
 PolicySpace = Literal["pgx", "compact", "uci_vocab"]
 PositionEncoding = Literal["gab", "absolute", "relative_2d"]
-PGX_COLOUR_PLANE = 112  # pgx chess observation plane that is 1 when black is to move
+# Feature that is 1 when black is to move: pgx observation plane 112, square_encoding feature 108.
+BLACK_TO_MOVE_FEATURE = {119: 112, 112: 108}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,11 +69,9 @@ def policy_index(space: PolicySpace):
     if space == "pgx":
         return ap.pgx_index()
     if space == "compact":
-        from games import compact_actions
-        return ap.compact_index(compact_actions)
+        return ap.compact_index()
     if space == "uci_vocab":
-        from games import uci_vocab
-        return ap.vocab_index(uci_vocab)
+        return ap.vocab_index()
     raise ValueError(f"unknown policy space '{space}' (known: pgx, compact, uci_vocab)")
 
 
@@ -107,7 +106,7 @@ class Chessformer(nn.Module):
     """squares [B, 64, F] (or a pgx observation [B, 8, 8, 119]) -> NetworkOutput.
 
     policy_logits are over `config.policy_space`; the 1968 vocabulary is in absolute squares, so it
-    needs `is_black` [B] (taken from the pgx colour plane when the input is a pgx observation).
+    needs `is_black` [B], read from the side-to-move feature of pgx planes or the 112 encoding.
     """
 
     config: ChessformerConfig
@@ -119,11 +118,11 @@ class Chessformer(nn.Module):
         cfg = self.config
         squares = squares.astype(jnp.float32)
         if squares.ndim == 4:  # pgx observation
-            if is_black is None:
-                is_black = squares[:, 0, 0, PGX_COLOUR_PLANE] > 0.5
             squares = pgx_observation_to_squares(squares)
         if squares.shape[1:] != (64, cfg.input_features):
             raise ValueError(f"Chessformer expects squares [B, 64, {cfg.input_features}], got {squares.shape}")
+        if is_black is None and cfg.input_features in BLACK_TO_MOVE_FEATURE:
+            is_black = squares[:, 0, BLACK_TO_MOVE_FEATURE[cfg.input_features]] > 0.5
 
         x = jax.nn.mish(nn.Dense(cfg.embedding_dim, name="embedding")(squares))
         if cfg.position_encoding == "absolute":

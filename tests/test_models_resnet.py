@@ -1,0 +1,90 @@
+"""AlphaZero ResNet: shapes on every game, the chess head's square order against pgx, BN, grads."""
+import chess
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games
+import models
+from models.resnet import ResNetConfig, chess_planes_to_pgx_actions
+
+TINY = ResNetConfig(num_blocks=1, filters=8, value_hidden=16)
+
+
+@pytest.mark.parametrize("name", ["chess", "tic_tac_toe", "connect_four", "go_9x9"])
+def test_shapes_and_value_range_on_every_game(name):
+    spec = games.make(name).spec
+    obs = jax.random.bernoulli(jax.random.PRNGKey(0), 0.3, (3, *spec.observation_shape))
+    net = models.make_network(models.NetworkConfig(resnet=TINY), spec)
+    variables = net.init(jax.random.PRNGKey(1), obs, train=False)
+    out = net.apply(variables, obs, train=False)
+    assert out.policy_logits.shape == (3, spec.num_actions)
+    assert out.value.shape == (3,) and out.wdl_logits is None
+    assert bool(jnp.all(jnp.abs(out.value) <= 1.0))
+    assert bool(jnp.all(jnp.isfinite(out.policy_logits)))
+
+
+FENS = [  # white and black to move, pieces off their home squares
+    "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24",
+    "5rk1/1p3ppp/pq3b2/8/8/1P1Q1N2/P4PPP/3R2K1 w - - 2 27",
+    "8/2P5/8/3k4/8/8/5K2/8 w - - 0 1",
+]
+
+
+def test_chess_planes_follow_pgx_action_order():
+    """Every legal pgx action's from-square must hold one of the mover's pieces (pgx obs planes 0-5)."""
+    from games import chess_bridge
+
+    states = [chess_bridge.fen_to_state(fen) for fen in FENS]
+    obs = np.stack([np.asarray(s.observation) for s in states])
+    legal = np.stack([np.asarray(s.legal_action_mask) for s in states])
+    own = obs[..., 0:6].sum(-1)  # [B, 8, 8] 1 where the side to move has a piece
+    planes = np.broadcast_to(own[..., None], (*own.shape, 73))
+    by_action = np.asarray(chess_planes_to_pgx_actions(jnp.asarray(planes)))
+    assert legal.any(axis=1).all()
+    assert (by_action[legal] == 1).all()
+    # a square-specific code: each legal action's value is its from-square's (file, rank) read via python-chess
+    for fen, mask in zip(FENS, legal):
+        board = chess_bridge.parse_fen(fen)
+        code = np.zeros((1, 8, 8, 73), np.float32)
+        for row in range(8):
+            for col in range(8):
+                code[0, row, col] = (7 - row) * 8 + col  # obs row 0 is the mover's 8th rank
+        mapped = np.asarray(chess_planes_to_pgx_actions(jnp.asarray(code)))[0]
+        for move in chess_bridge.legal_moves_of_mask(mask, board):
+            src = move.from_square if board.turn else chess.square_mirror(move.from_square)
+            assert mapped[chess_bridge.move_to_pgx_action(move, board.turn)] == src
+    # and the plane index is the action's plane
+    plane_ids = np.broadcast_to(np.arange(73, dtype=np.float32), (1, 8, 8, 73))
+    assert (np.asarray(chess_planes_to_pgx_actions(jnp.asarray(plane_ids)))[0] == np.arange(4672) % 73).all()
+
+
+def test_train_mode_updates_batch_stats_and_grads_flow():
+    spec = games.make("connect_four").spec
+    cfg = models.NetworkConfig(resnet=ResNetConfig(num_blocks=1, filters=8, value_hidden=16,
+                                                   squeeze_excitation=True, wdl_head=True))
+    net = models.make_network(cfg, spec)
+    obs = jax.random.bernoulli(jax.random.PRNGKey(0), 0.4, (4, *spec.observation_shape)).astype(jnp.float32)
+    variables = net.init(jax.random.PRNGKey(1), obs, train=False)
+    out, updates = net.apply(variables, obs, train=True, mutable=["batch_stats"])
+    assert out.wdl_logits.shape == (4, 3)
+    changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), variables["batch_stats"], updates["batch_stats"])
+    assert any(jax.tree.leaves(changed))
+
+    @jax.jit
+    def loss(params):
+        out, _ = net.apply({**variables, "params": params}, obs, train=True, mutable=["batch_stats"])
+        return jnp.mean(out.value ** 2) + jnp.mean(jax.nn.logsumexp(out.policy_logits, -1))
+
+    grads = jax.grad(loss)(variables["params"])
+    norms = [float(jnp.linalg.norm(g)) for g in jax.tree.leaves(grads)]
+    assert all(np.isfinite(norms)) and sum(norms) > 0
+
+
+def test_conv_head_on_non_chess_game_is_a_clear_error():
+    spec = games.make("tic_tac_toe").spec
+    net = models.make_network(models.NetworkConfig(resnet=ResNetConfig(num_blocks=1, filters=4,
+                                                                        policy_head="conv")), spec)
+    with pytest.raises(ValueError, match="73-plane"):
+        net.init(jax.random.PRNGKey(0), jnp.zeros((1, 3, 3, 2)))
