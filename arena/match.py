@@ -183,8 +183,9 @@ class Standings:
 
 
 def _json_safe(x):
+    """JSON has no infinities: +-inf (a 100% or 0% score) become the strings "inf" / "-inf"."""
     if isinstance(x, float) and not math.isfinite(x):
-        return None
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
     if isinstance(x, dict):
         return {k: _json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

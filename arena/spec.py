@@ -57,7 +57,7 @@ _KEYS: dict[str, dict[str, Callable[[str], Any]]] = {
     "uci": {"cmd": str, "nodes": _positive(int), "movetime": _positive(int),
             "depth": _positive(int)},
     "mcts": {"ckpt": str, "sims": _positive(int), "temperature": _non_negative_float,
-             "batch": _positive(int), "seed": int},
+             "seed": int},
     "policy": {"ckpt": str, "temperature": _non_negative_float, "seed": int},
     "av": {"ckpt": str},
     "sv": {"ckpt": str},

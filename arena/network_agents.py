@@ -1,0 +1,242 @@
+"""Agents from a self-play network checkpoint: `policy` (the prior alone) and `mcts` (search).
+
+Both read pgx observations, so the pgx state of the game (with its history planes and repetition
+counts) is kept in step with the board: a board that extends the last one by a few moves is
+stepped forward; any other board is replayed from its root (games.chess_bridge.board_to_state).
+JAX and the network load only when such an agent is built.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import chess
+
+from arena.agent import Agent, Limit, Option
+
+# Simulation counts a time budget may choose from (each count compiles once, so keep few).
+_SIM_GRID = (8, 16, 32, 64, 128, 256, 512, 800, 1600, 3200, 6400)
+
+
+def _parse_temperature(value: str) -> float:
+    try:
+        t = float(value)
+    except ValueError:
+        raise ValueError(f"temperature must be a number, got '{value}'") from None
+    if not (t >= 0 and math.isfinite(t)):
+        raise ValueError(f"temperature must be >= 0, got '{value}'")
+    return t
+
+
+class _PgxTracker:
+    """The pgx state of a board, advanced incrementally between calls of one game."""
+
+    def __init__(self):
+        from games import chess_bridge
+        # The bridge's jitted step: board_to_state uses the same one, so it compiles once.
+        self._step = chess_bridge._jitted_step()
+        self._root_fen: str | None = None
+        self._moves: list[chess.Move] = []
+        self._state = None
+
+    def state(self, board: chess.Board):
+        from games import chess_bridge
+        import jax.numpy as jnp
+        root_fen = board.root().fen()
+        stack = board.move_stack
+        if (self._state is None or root_fen != self._root_fen or len(stack) < len(self._moves)
+                or stack[:len(self._moves)] != self._moves):
+            self._state = chess_bridge.board_to_state(board)
+        else:
+            replay = board.root()
+            for m in self._moves:
+                replay.push(m)
+            for move in stack[len(self._moves):]:
+                action = chess_bridge.move_to_pgx_action(move, replay.turn == chess.WHITE)
+                self._state = self._step(self._state, jnp.int32(action))
+                replay.push(move)
+        self._root_fen, self._moves = root_fen, list(stack)
+        return self._state
+
+
+class _NetworkAgent(Agent):
+    """Loads a chess checkpoint; subclasses pick moves from the network outputs."""
+
+    def __init__(self, ckpt_path: str, name: str, temperature: float = 0.0, seed: int = 0):
+        import jax
+        from models import checkpoint
+        ckpt = checkpoint.load(ckpt_path)
+        if ckpt.game != "chess":
+            raise ValueError(f"checkpoint {ckpt_path} plays '{ckpt.game}', not chess "
+                             "(searchless students are av:/sv:/bc: agents)")
+        self.name = name
+        self.module = ckpt.module()
+        self.variables = jax.tree.map(jax.numpy.asarray, ckpt.variables)
+        self.temperature = temperature
+        self._key = jax.random.PRNGKey(seed)
+        self._tracker = _PgxTracker()
+
+    def _next_key(self):
+        import jax
+        self._key, key = jax.random.split(self._key)
+        return key
+
+    def evaluate(self, params, observations):
+        """observations [B, 8, 8, 119] -> NetworkOutput (policy_logits [B, 4672], value [B])."""
+        return self.module.apply(params, observations, train=False)
+
+    def options(self) -> list[Option]:
+        return [Option("Temperature", "string", self.temperature)]
+
+    def configure(self, name: str, value: str) -> None:
+        if name.lower() == "temperature":
+            self.temperature = _parse_temperature(value)
+        else:
+            raise ValueError(f"option '{name}' is not supported by {self.name}")
+
+    def _batched_state(self, board: chess.Board):
+        import jax
+        state = self._tracker.state(board)
+        if bool(state.terminated) or bool(state.truncated):
+            raise ValueError(f"pgx considers the game over at {board.fen()}")
+        return jax.tree.map(lambda x: x[None], state)
+
+    def _to_move(self, action: int, board: chess.Board) -> chess.Move:
+        from games import chess_bridge
+        move = chess_bridge.pgx_action_to_move(int(action), board)
+        if move not in board.legal_moves:
+            raise ValueError(f"network chose {move.uci()}, illegal in {board.fen()}")
+        return move
+
+
+class PolicyAgent(_NetworkAgent):
+    """The network prior alone: argmax over legal moves (or sampled with `temperature`)."""
+
+    def __init__(self, ckpt_path: str, name: str, temperature: float = 0.0, seed: int = 0):
+        super().__init__(ckpt_path, name, temperature, seed)
+        import jax
+        self._apply = jax.jit(self.evaluate)
+
+    def select(self, board: chess.Board, limit: Limit | None = None, stop=None):
+        import jax
+        import jax.numpy as jnp
+        start = time.perf_counter()
+        states = self._batched_state(board)
+        out = self._apply(self.variables, states.observation)
+        logits = jnp.where(states.legal_action_mask[0], out.policy_logits[0], -jnp.inf)
+        if self.temperature > 0:
+            action = jax.random.categorical(self._next_key(), logits / self.temperature)
+        else:
+            action = jnp.argmax(logits)
+        move = self._to_move(int(action), board)
+        return move, {"nodes": 1, "value": float(out.value[0]), "pv": [move],
+                      "time": time.perf_counter() - start}
+
+
+class MctsAgent(_NetworkAgent):
+    """Network + MCTS (search.make_search, PUCT, no root noise); the most visited move, or
+    visits ** (1 / temperature) sampled when temperature > 0."""
+
+    def __init__(self, ckpt_path: str, name: str, simulations: int = 800,
+                 temperature: float = 0.0, seed: int = 0):
+        super().__init__(ckpt_path, name, temperature, seed)
+        import games
+        self.simulations = simulations
+        self._game = games.make("chess")
+        self._searches: dict[tuple[int, float], object] = {}
+        self._seconds_per_sim: float | None = None  # measured on compiled searches
+
+    def options(self) -> list[Option]:
+        return [Option("Simulations", "spin", self.simulations, 1, 100000), *super().options()]
+
+    def configure(self, name: str, value: str) -> None:
+        if name.lower() in ("simulations", "sims", "nodes"):
+            try:
+                sims = int(value)
+            except ValueError:
+                raise ValueError(f"simulations must be an integer, got '{value}'") from None
+            if not 1 <= sims <= 100000:
+                raise ValueError(f"simulations must be in 1..100000, got {sims}")
+            self.simulations = sims
+        else:
+            super().configure(name, value)
+
+    def _search_fn(self, sims: int):
+        from search import SearchConfig, make_search
+        key = (sims, self.temperature)
+        if key not in self._searches:
+            greedy = self.temperature == 0
+            config = SearchConfig(num_simulations=sims, root_noise=False,
+                                  temperature=1.0 if greedy else self.temperature,
+                                  temperature_plies=0 if greedy else 1 << 30)
+            self._searches[key] = make_search(self._game, self.evaluate, config, return_tree=True)
+        return self._searches[key]
+
+    def _simulations_for(self, limit: Limit | None) -> int:
+        if limit is None or limit.infinite:
+            return self.simulations
+        if limit.nodes:
+            return max(1, limit.nodes)
+        if limit.movetime is not None:
+            if self._seconds_per_sim is None:  # nothing measured yet: the smallest search
+                return min(_SIM_GRID[0], self.simulations)
+            affordable = limit.movetime / self._seconds_per_sim
+            fitting = [s for s in _SIM_GRID if s <= min(affordable, self.simulations)]
+            return fitting[-1] if fitting else 1
+        return self.simulations
+
+    def select(self, board: chess.Board, limit: Limit | None = None, stop=None):
+        start = time.perf_counter()
+        sims = self._simulations_for(limit)
+        compiled = (sims, self.temperature) in self._searches
+        states = self._batched_state(board)
+        out, tree = self._search_fn(sims)(self.variables, states, self._next_key())
+        action = int(out.action[0])
+        if action < 0:
+            raise ValueError(f"search found no legal move at {board.fen()}")
+        move = self._to_move(action, board)
+        elapsed = time.perf_counter() - start
+        if compiled:
+            self._seconds_per_sim = elapsed / sims
+        return move, {"nodes": sims, "value": float(out.root_value[0]),
+                      "pv": self._principal_variation(tree, board, move), "time": elapsed}
+
+    def _principal_variation(self, tree, board: chess.Board, first: chess.Move) -> list[chess.Move]:
+        """Most-visited path from the root, starting with the move played."""
+        import numpy as np
+        from games import chess_bridge
+        visits = np.asarray(tree.children_visits[0])
+        children = np.asarray(tree.children_index[0])
+        slot_actions = np.asarray(tree.embeddings.slot_actions[0])
+        pv, board, node = [], board.copy(stack=False), tree.ROOT_INDEX
+        while len(pv) < 64:
+            slot = int(np.argmax(visits[node]))
+            if visits[node, slot] == 0:
+                break
+            if not pv:  # the root: follow the move actually played
+                slots = np.flatnonzero(slot_actions[node] == chess_bridge.move_to_pgx_action(
+                    first, board.turn == chess.WHITE))
+                if not len(slots):
+                    break
+                slot = int(slots[0])
+            try:
+                move = chess_bridge.pgx_action_to_move(int(slot_actions[node, slot]), board)
+            except ValueError:
+                break
+            if move not in board.legal_moves:
+                break
+            pv.append(move)
+            board.push(move)
+            node = int(children[node, slot])
+            if node < 0:
+                break
+        return pv or [first]
+
+
+def make_network_agent(spec) -> Agent:
+    """mcts:/policy: spec -> agent."""
+    temperature = spec.get("temperature", 0.0)
+    seed = spec.get("seed", 0)
+    if spec.kind == "policy":
+        return PolicyAgent(spec.get("ckpt"), spec.name, temperature, seed)
+    return MctsAgent(spec.get("ckpt"), spec.name, spec.get("sims", 800), temperature, seed)
