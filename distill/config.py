@@ -32,9 +32,10 @@ class DataConfig:
 
 @dataclasses.dataclass(frozen=True)
 class StudentConfig:
-    arch: str = "transformer"  # "transformer" (77 FEN tokens) or "chessformer" (64 square tokens)
+    family: str = "searchless"  # "searchless" (77 FEN tokens) or "chessformer" (64 square tokens)
+    preset: str = ""  # a models/presets.py name (e.g. searchless_9m); "" = the fields below
     num_bins: int = 128  # K value bins (AV/SV)
-    embed_dim: int = 64  # model width
+    embedding_dim: int = 64  # model width
     num_layers: int = 2  # transformer blocks
     num_heads: int = 4  # attention heads
     widening_factor: int = 4  # MLP hidden = widening_factor * embed_dim
@@ -52,6 +53,7 @@ class TrainConfig:
     ema_decay: float = 0.99  # Polyak averaging of parameters, used for evaluation
     checkpoint_every: int = 500  # steps between orbax checkpoints (resume continues from the last)
     log_every: int = 50  # steps between TensorBoard scalars
+    progress: bool = True  # rich progress bar
     seed: int = 0
 
 

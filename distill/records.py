@@ -49,9 +49,8 @@ def check_record(rec: Any, where: str = "record") -> dict:
     return rec
 
 
-def _scan(path: Path) -> tuple[list[tuple[int, int]], int]:
-    """[(offset, length)] of the complete records of a shard, and the end of the last one."""
-    data = path.read_bytes()
+def _scan(data: bytes) -> tuple[list[tuple[int, int]], int]:
+    """[(offset, length)] of the complete records in a shard's bytes, and the end of the last one."""
     unpacker = msgpack.Unpacker(io.BytesIO(data), raw=False)
     spans, start = [], 0
     try:
@@ -78,7 +77,7 @@ class ShardWriter:
         shards = shard_paths(self.dir)
         self._index, self._count = len(shards), 0
         if shards:
-            spans, end = _scan(shards[-1])
+            spans, end = _scan(shards[-1].read_bytes())
             if end != shards[-1].stat().st_size:
                 with open(shards[-1], "r+b") as f:
                     f.truncate(end)
@@ -129,11 +128,12 @@ def build_index(directory: str | Path) -> dict:
     offset, length and game id."""
     directory = Path(directory)
     shards = shard_paths(directory)
-    index = {"shards": [p.name for p in shards], "sizes": [p.stat().st_size for p in shards],
-             "shard": [], "offset": [], "length": [], "game": []}
+    index = {"shards": [p.name for p in shards], "sizes": [], "shard": [], "offset": [],
+             "length": [], "game": []}
     for i, path in enumerate(shards):
-        data = path.read_bytes()
-        spans, _ = _scan(path)
+        data = path.read_bytes()  # one read: a shard still being appended to may grow meanwhile
+        index["sizes"].append(len(data))
+        spans, _ = _scan(data)
         for off, length in spans:
             rec = msgpack.unpackb(data[off:off + length], raw=False)
             index["shard"].append(i)

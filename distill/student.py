@@ -1,0 +1,74 @@
+"""Students: the models/ network a StudentConfig and target describe, and what it predicts.
+
+    net_cfg = network_config(cfg.student, "av")           # models.NetworkConfig
+    module = models.network.make_model(net_cfg)
+    out = predict(module, net_cfg, variables, batch)      # {"logprobs": [B, K | 1968]} or {"value": [B]}
+
+Searchless transformer (family "searchless"): AV tokens [B, 78] -> K bins, SV tokens [B, 77] -> K
+bins, BC tokens [B, 77] -> 1968 actions. Chessformer (family "chessformer", squares [B, 64, 112]):
+BC from its attention policy head over the 1968 vocabulary, SV from its WDL value ((v + 1) / 2,
+trained by L2); it has no action input, so no AV.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from models import presets
+from models.chessformer import ChessformerConfig
+from models.network import NetworkConfig
+from models.searchless import SearchlessConfig
+
+PREDICTOR = {"av": "action_value", "sv": "state_value", "bc": "behavioral_cloning"}
+
+
+def network_config(student, target: str) -> NetworkConfig:
+    """The models.NetworkConfig of a distill StudentConfig for target 'av', 'sv' or 'bc'."""
+    if target not in PREDICTOR:
+        raise ValueError(f"unknown target {target!r} (use av, sv or bc)")
+    if student.family == "searchless":
+        fields = dict(predictor=PREDICTOR[target], num_return_buckets=student.num_bins)
+        if student.preset:
+            return _preset(student.preset, "searchless", **fields)
+        return NetworkConfig(family="searchless", searchless=SearchlessConfig(
+            num_layers=student.num_layers, num_heads=student.num_heads,
+            embedding_dim=student.embedding_dim, widening_factor=student.widening_factor, **fields))
+    if student.family == "chessformer":
+        if target == "av":
+            raise ValueError("the Chessformer has no action input: train it with target sv or bc")
+        fields = dict(input_features=112, policy_space="uci_vocab")
+        if student.preset:
+            return _preset(student.preset, "chessformer", **fields)
+        return NetworkConfig(family="chessformer", chessformer=ChessformerConfig(
+            num_layers=student.num_layers, embedding_dim=student.embedding_dim,
+            head_dim=student.embedding_dim // student.num_heads,
+            mlp_dim=student.widening_factor * student.embedding_dim, **fields))
+    raise ValueError(f"unknown student family {student.family!r} (use searchless or chessformer)")
+
+
+def _preset(name: str, family: str, **fields) -> NetworkConfig:
+    cfg = presets.get(name)
+    if cfg.family != family:
+        raise ValueError(f"student.preset {name!r} is a {cfg.family} network, not {family}")
+    return dataclasses.replace(cfg, **{family: dataclasses.replace(getattr(cfg, family), **fields)})
+
+
+def example_batch(net_cfg: NetworkConfig, target: str) -> dict:
+    """A one-example input batch of the right shape (for init)."""
+    if net_cfg.family == "searchless":
+        return {"inputs": jnp.zeros((1, net_cfg.searchless.input_length), jnp.int32)}
+    return {"inputs": jnp.zeros((1, 64, net_cfg.chessformer.input_features), jnp.float32),
+            "is_black": jnp.zeros((1,), bool)}
+
+
+def predict(module, net_cfg: NetworkConfig, variables, batch: dict, target: str) -> dict:
+    """{"logprobs": [B, K]} (AV/SV bins), {"logprobs": [B, 1968]} (BC) or {"value": [B]} in [0, 1]
+    (Chessformer SV)."""
+    if net_cfg.family == "searchless":
+        return {"logprobs": module.apply(variables, batch["inputs"])}
+    out = module.apply(variables, batch["inputs"], is_black=batch["is_black"])
+    if target == "bc":
+        return {"logprobs": jax.nn.log_softmax(out.policy_logits, axis=-1)}
+    return {"value": (out.value + 1) / 2}

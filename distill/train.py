@@ -1,0 +1,139 @@
+"""One trainer for AV, SV and BC students: Adam with gradient clipping, EMA parameters for
+evaluation, orbax checkpoints with resume, TensorBoard scalars, a progress bar.
+
+Writes into train.out_dir:
+    state/            orbax checkpoints of {params, ema, opt_state, step} (resume from the latest)
+    student/          the EMA parameters as a models/checkpoint.py network (what players load)
+    tb/               TensorBoard: train/loss, train/steps_per_second, test/loss
+    config.yaml       the DistillConfig of the run;  train.json  the summary (steps, steps/s, losses)
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import orbax.checkpoint as ocp
+import yaml
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from tensorboardX import SummaryWriter
+
+from configs.loader import to_dict
+from distill import dataset, student
+from distill.losses import loss_fn
+from distill.records import RecordStore
+from models import checkpoint as model_checkpoint
+from models.network import make_model
+
+STUDENT_DIR = "student"
+
+
+def make_optimizer(cfg) -> optax.GradientTransformation:
+    return optax.chain(optax.clip_by_global_norm(cfg.grad_clip), optax.adam(cfg.learning_rate))
+
+
+def make_step(module, net_cfg, target: str, loss_kind: str, tx, ema_decay: float):
+    """The jitted update: (state, batch) -> (state, loss)."""
+
+    def step(state, batch):
+        def loss_of(params):
+            pred = student.predict(module, net_cfg, {"params": params}, batch, target)
+            return loss_fn(pred, batch, target, loss_kind)
+
+        loss, grads = jax.value_and_grad(loss_of)(state["params"])
+        updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+        params = optax.apply_updates(state["params"], updates)
+        ema = optax.incremental_update(params, state["ema"], 1.0 - ema_decay)
+        return {"params": params, "ema": ema, "opt_state": opt_state,
+                "step": state["step"] + 1}, loss
+
+    return jax.jit(step)
+
+
+def make_eval_loss(module, net_cfg, target: str, loss_kind: str):
+    return jax.jit(lambda params, batch: loss_fn(
+        student.predict(module, net_cfg, {"params": params}, batch, target), batch, target, loss_kind))
+
+
+def _jnp(batch: dict) -> dict:
+    return {k: jnp.asarray(v) for k, v in batch.items()}
+
+
+def train(cfg) -> dict:
+    """Trains the student of `cfg` (a DistillConfig); returns the summary written to train.json."""
+    d, t = cfg.data, cfg.train
+    if t.loss not in ("ce", "hl_gauss", "l2"):
+        raise ValueError(f"train.loss must be ce, hl_gauss or l2, got {t.loss!r}")
+    store = RecordStore(d.records)
+    train_ex = dataset.load_examples(store, store.split("train", d.test_fraction), d.sv_from)
+    test_ex = dataset.load_examples(store, store.split("test", d.test_fraction)[:2000], d.sv_from)
+    if len(train_ex) == 0:
+        raise ValueError(f"no training records in {d.records} (test_fraction {d.test_fraction})")
+    net_cfg = student.network_config(cfg.student, d.target)
+    module = make_model(net_cfg)
+    out = Path(t.out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+
+    params = module.init(jax.random.PRNGKey(t.seed), **_init_kwargs(net_cfg, d.target))["params"]
+    tx = make_optimizer(t)
+    state = {"params": params, "ema": params, "opt_state": tx.init(params),
+             "step": jnp.zeros((), jnp.int32)}
+    manager = ocp.CheckpointManager(out / "state", options=ocp.CheckpointManagerOptions(max_to_keep=2))
+    if manager.latest_step() is not None:
+        state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(state))
+    start_step = int(state["step"])
+    step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay)
+    eval_loss = make_eval_loss(module, net_cfg, d.target, t.loss)
+    rng = np.random.default_rng([t.seed, start_step])  # a resumed run draws fresh batches
+    sample = lambda ex: dataset.sample_batch(ex, d.target, rng, t.batch_size, net_cfg.family,
+                                             d.sampler, d.bc_soft)
+    writer = SummaryWriter(str(out / "tb"))
+    losses, start, step = [], time.time(), start_step
+    columns = [TextColumn(f"train {d.target}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("loss {task.fields[loss]}")]
+    with Progress(*columns, disable=not t.progress) as progress:
+        task = progress.add_task("train", total=t.max_steps, completed=start_step, loss="-")
+        while step < t.max_steps and not (t.max_seconds and time.time() - start > t.max_seconds):
+            state, loss = step_fn(state, _jnp(sample(train_ex)))
+            step += 1
+            if step % t.log_every == 0 or step == t.max_steps:
+                loss = float(loss)
+                losses.append(loss)
+                writer.add_scalar("train/loss", loss, step)
+                writer.add_scalar("train/steps_per_second", (step - start_step) / (time.time() - start), step)
+                progress.update(task, completed=step, loss=f"{loss:.4f}")
+            if step % t.checkpoint_every == 0:
+                manager.save(step, args=ocp.args.StandardSave(state))
+    jax.block_until_ready(state)
+    seconds = time.time() - start
+    if manager.latest_step() != step:
+        manager.save(step, args=ocp.args.StandardSave(state))
+    manager.wait_until_finished()
+    test_loss = None
+    if len(test_ex):
+        test_loss = float(np.mean([eval_loss(state["ema"], _jnp(sample(test_ex))) for _ in range(4)]))
+        writer.add_scalar("test/loss", test_loss, step)
+    writer.close()
+    metadata = {"target": d.target, "loss": t.loss, "num_bins": cfg.student.num_bins,
+                "steps": step, "records": str(d.records)}
+    model_checkpoint.save(out / STUDENT_DIR, net_cfg, {"params": state["ema"]}, metadata=metadata)
+    summary = {"target": d.target, "family": net_cfg.family, "steps": step,
+               "new_steps": step - start_step, "seconds": seconds,
+               "steps_per_second": (step - start_step) / max(seconds, 1e-9),
+               "train_boards": len(train_ex), "train_pairs": int(len(train_ex.pair_board)),
+               "final_train_loss": losses[-1] if losses else None, "test_loss_ema": test_loss,
+               "batch_size": t.batch_size, "student": str(out / STUDENT_DIR)}
+    (out / "train.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _init_kwargs(net_cfg, target: str) -> dict:
+    batch = student.example_batch(net_cfg, target)
+    if net_cfg.family == "searchless":
+        return {"tokens": batch["inputs"]}
+    return {"squares": batch["inputs"], "is_black": batch["is_black"]}

@@ -1,0 +1,190 @@
+"""distill students: the trainer overfits a small batch, every player returns a legal move, the
+threefold-repetition fix, and evaluate() on a trained checkpoint produces all metrics."""
+import dataclasses
+import json
+
+import chess
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from distill import annotate, boards, dataset, encoding, losses, policy, student, train
+from distill.config import DistillConfig, PolicyConfig, StudentConfig
+from distill.evaluate import action_metrics, evaluate, puzzle_metrics, solves
+from models import checkpoint as model_checkpoint
+from models.network import make_model
+
+TINY = StudentConfig(num_bins=16, embedding_dim=16, num_layers=1, num_heads=2, widening_factor=2)
+BOARDS = [
+    chess.Board(),
+    chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/1b1PP3/2N2N2/PPPQ1PPP/R3KB1R b KQkq - 3 8"),
+    chess.Board("8/4P1k1/8/8/8/8/5K2/8 w - - 0 1"),  # promotions
+    chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"),
+]
+
+
+def _save_student(path, target, family="searchless"):
+    cfg = student.network_config(dataclasses.replace(TINY, family=family), target)
+    module = make_model(cfg)
+    init = student.example_batch(cfg, target)
+    kwargs = {"is_black": init["is_black"]} if family == "chessformer" else {}
+    variables = module.init(jax.random.PRNGKey(0), init["inputs"], **kwargs)
+    model_checkpoint.save(path, cfg, {"params": variables["params"]}, metadata={"target": target})
+    return path
+
+
+@pytest.fixture(scope="module")
+def students(tmp_path_factory):
+    root = tmp_path_factory.mktemp("students")
+    out = {t: _save_student(root / t, t) for t in ("av", "sv", "bc")}
+    out["cf-bc"] = _save_student(root / "cf-bc", "bc", "chessformer")
+    return out
+
+
+def test_tiny_student_overfits_a_small_batch():
+    target, k = "av", TINY.num_bins
+    net_cfg = student.network_config(TINY, target)
+    module = make_model(net_cfg)
+    fens = [b.fen() for b in BOARDS]
+    moves = [next(iter(b.legal_moves)).uci() for b in BOARDS]
+    values = np.array([0.03, 0.4, 0.7, 0.97], np.float32)  # four different bins of 16
+    batch = {"inputs": jnp.asarray(np.concatenate([encoding.tokens(fens),
+                                                    encoding.action_ids(moves)[:, None]], 1)),
+             "value": jnp.asarray(values)}
+    tcfg = dataclasses.replace(DistillConfig().train, learning_rate=3e-3, grad_clip=1.0)
+    tx = train.make_optimizer(tcfg)
+    params = module.init(jax.random.PRNGKey(1), batch["inputs"])["params"]
+    state = {"params": params, "ema": params, "opt_state": tx.init(params), "step": jnp.int32(0)}
+    step = train.make_step(module, net_cfg, target, "ce", tx, 0.99)
+    state, first = step(state, batch)
+    for _ in range(150):
+        state, loss = step(state, batch)
+    assert float(first) > 2.0  # ~log(16) at init
+    assert float(loss) < 0.05
+    pred = student.predict(module, net_cfg, {"params": state["params"]}, batch, target)
+    np.testing.assert_array_equal(np.argmax(pred["logprobs"], -1), [0, 6, 11, 15])
+    assert int(state["step"]) == 151
+
+
+def test_l2_and_hl_gauss_losses_by_hand():
+    logp = jnp.log(jnp.array([[0.5, 0.5, 0.0, 0.0]]) + 1e-30)
+    # expected value (0.125 + 0.375) / 2 = 0.25; target 0.75 -> squared error 0.25
+    assert float(losses.loss_fn({"logprobs": logp}, {"value": jnp.array([0.75])}, "av", "l2")) \
+        == pytest.approx(0.25, abs=1e-6)
+    hl = losses.bin_targets(jnp.array([0.5]), 10, "hl_gauss")
+    from distill.bins import hl_gauss_targets
+    np.testing.assert_allclose(hl, hl_gauss_targets(np.array([0.5]), 10), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["av", "sv", "bc", "cf-bc"])
+def test_each_student_policy_returns_a_legal_move(students, kind):
+    player = policy.load_player("student", students[kind])
+    for board in BOARDS:
+        move, info = player.select(board)
+        assert move in board.legal_moves
+        assert set(info["scores"]) == {m.uci() for m in board.legal_moves}
+    with pytest.raises(ValueError, match="holds a"):
+        policy.load_player("sv" if kind == "av" else "av", students[kind])
+
+
+def test_sv_scores_mate_in_one_as_a_win(students):
+    player = policy.load_player("sv", students["sv"])
+    move, info = player.select(BOARDS[3])
+    assert move.uci() == "a1a8" and info["scores"]["a1a8"] == 1.0
+
+
+def test_baseline_players_return_legal_moves():
+    players = [policy.load_player("random", seed=3),
+               policy.load_player("stockfish", nodes_per_move=20)]
+    for player in players:
+        for board in BOARDS:
+            assert player.select(board)[0] in board.legal_moves
+    assert players[1].select(BOARDS[3])[0].uci() == "a1a8"
+    players[1].close()
+    with pytest.raises(FileNotFoundError, match="no student checkpoint"):
+        policy.load_player("av", "/nonexistent/run")
+    with pytest.raises(ValueError, match="unknown player kind"):
+        policy.load_player("alphabeta")
+
+
+def test_repetition_fix_scores_the_threefold_move_at_half(students):
+    board = chess.Board()
+    for uci in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"]:
+        board.push_uci(uci)
+    repeat = chess.Move.from_uci("f6g8")
+    assert policy.completes_threefold(board, repeat)
+    assert not policy.completes_threefold(board, chess.Move.from_uci("e7e5"))
+    for kind in ("av", "sv"):
+        fixed = policy.load_player(kind, students[kind], PolicyConfig(repetition_draw=True))
+        raw = policy.load_player(kind, students[kind], PolicyConfig(repetition_draw=False))
+        s_fixed, s_raw = fixed.select(board)[1]["scores"], raw.select(board)[1]["scores"]
+        assert s_fixed["f6g8"] == 0.5 and s_raw["f6g8"] != 0.5
+        assert {m: s for m, s in s_fixed.items() if m != "f6g8"} == \
+            {m: s for m, s in s_raw.items() if m != "f6g8"}
+
+
+def test_temperature_samples_early_moves(students):
+    player = policy.load_player("random", seed=0, policy=PolicyConfig(temperature=100.0,
+                                                                      temperature_plies=4))
+    picks = {player.select(chess.Board())[0] for _ in range(30)}
+    assert len(picks) > 3  # sampled, not a fixed argmax
+    late = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 30")
+    assert all(m in late.legal_moves for m in {player.select(late)[0] for _ in range(5)})
+
+
+def test_puzzle_scoring_against_hand_made_lines():
+    class Scripted:
+        name = "scripted"
+
+        def __init__(self, moves):
+            self.moves = list(moves)
+
+        def select(self, board):
+            return chess.Move.from_uci(self.moves.pop(0)), {}
+
+    # fool's mate: setup f2f3, solver e7e5, reply g2g4, solver d8h4 (mate)
+    pz = {"fen": chess.STARTING_FEN, "moves": ["f2f3", "e7e5", "g2g4", "d8h4"], "rating": 900}
+    assert solves(Scripted(["e7e5", "d8h4"]), pz)
+    assert not solves(Scripted(["e7e6", "d8h4"]), pz)  # first solver move wrong
+    assert solves(Scripted(["e7e6", "d8h4"]), {**pz, "moves": ["f2f3", "e7e6", "g2g4", "d8h4"]})
+    out = puzzle_metrics(Scripted(["e7e5", "d8h4", "e7e6"]), [pz, {**pz, "rating": 1700}])
+    assert out["puzzle_accuracy"] == 0.5
+    assert out["bands"] == {"800-1199": {"accuracy": 1.0, "puzzles": 1},
+                            "1600-1999": {"accuracy": 0.0, "puzzles": 1}}
+
+
+@pytest.mark.slow
+def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
+    game = chess.Board()
+    fens = []
+    for uci in ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]:
+        fens.append(game.fen())
+        game.push_uci(uci)
+    gbs = [boards.GameBoard(game=f"g#{i}", ply=i, fen=f) for i, f in enumerate(fens)]
+    annotate.annotate(gbs, tmp_path / "rec", nodes_per_move=5, show_progress=False)
+    puzzles = tmp_path / "puzzles.csv"
+    puzzles.write_text("PuzzleId,FEN,Moves,Rating\n"
+                       f"a,{chess.STARTING_FEN},f2f3 e7e5 g2g4 d8h4,900\n"
+                       "b,6k1/5ppp/8/8/8/8/5PPP/R5K1 b - - 0 1,g8h8 a1a8,1500\n")
+    monkeypatch.setenv("ZEROCHESS_DATA", str(tmp_path))
+    from configs.loader import load
+    cfg = load(DistillConfig, None, [
+        f"data.records={tmp_path / 'rec'}", "data.test_fraction=0.5", "student.num_bins=16",
+        "student.embedding_dim=16", "student.num_layers=1", "student.num_heads=2",
+        "train.batch_size=8", "train.max_steps=6", "train.checkpoint_every=3", "train.log_every=2",
+        f"train.out_dir={tmp_path / 'av'}", "train.progress=false", "evaluate.puzzles=puzzles.csv"])
+    first = train.train(cfg)
+    assert first["steps"] == 6 and first["final_train_loss"] > 0
+    resumed = train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=8)))
+    assert resumed["steps"] == 8 and resumed["new_steps"] == 2  # resumed from the step-6 state
+    assert (tmp_path / "av" / "tb").is_dir()
+    report = evaluate(cfg, show_progress=False)
+    for key in ("action_accuracy", "kendall_tau", "puzzle_accuracy", "bands", "boards", "puzzles"):
+        assert key in report
+    assert report["boards"] > 0 and report["puzzles"] == 2
+    assert 0.0 <= report["action_accuracy"] <= 1.0 and -1.0 <= report["kendall_tau"] <= 1.0
+    assert json.loads(open(report["out"]).read())["puzzles"] == 2
+    sf = evaluate(dataclasses.replace(cfg, evaluate=dataclasses.replace(
+        cfg.evaluate, player="stockfish", out=str(tmp_path / "sf.json"))), show_progress=False)
+    assert sf["bands"]["1200-1599"]["accuracy"] == 1.0  # the mate in one, even at 5 nodes/move
