@@ -194,12 +194,15 @@ def _loop(cfg, run_dir, game, state, meta, train_step, checkpointer, progress) -
     finally:
         save()
         progress.update(int(state.step), jax.device_get(metrics), None)
-    final = ray.get(replay.stats.remote())
-    if cfg.freeze_corpus_on_exit:
-        ray.get(replay.freeze.remote(str(run_dir / "corpus")))
-    ray.get(replay.close.remote())
-    for a in actors:
-        ray.kill(a)
+    try:  # after Ctrl-C the local Ray processes may be gone already; the checkpoint is saved
+        final = ray.get(replay.stats.remote(), timeout=60)
+        if cfg.freeze_corpus_on_exit:
+            ray.get(replay.freeze.remote(str(run_dir / "corpus")))
+        ray.get(replay.close.remote(), timeout=60)
+        for a in actors:
+            ray.kill(a)
+    except (ray.exceptions.RayError, KeyboardInterrupt):
+        final = {"games_total": games_total, "positions_total": positions_total}
     return {
         "stop_reason": stop_reason, "step": int(state.step), "samples_trained": samples_trained,
         "games_total": final["games_total"], "positions_total": final["positions_total"],

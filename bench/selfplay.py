@@ -1,0 +1,141 @@
+"""Self-play throughput: positions generated per second, learner samples per second, ply-time split.
+
+    .venv/bin/python bench/selfplay.py                 # chess_cpu preset + the reference configs
+    .venv/bin/python bench/selfplay.py --only ref_2x32 --plies 5
+
+Reference config (issue 6, the pgx AlphaZero example's): chess, 64 games in parallel, 32 Gumbel
+simulations, ResNet 2x32 and 6x64, training batch 256. A ply is one batched search + one env step
+of every game, measured as the self-play actor runs it (search, observation and targets to host,
+step). The split: network = (simulations + 1) batched network calls, env = (simulations + 1)
+batched env steps (one per simulation inside the search, one to play), tree = the rest of the ply.
+Prints ONE JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import games  # noqa: E402
+import models  # noqa: E402
+import search as search_lib  # noqa: E402
+from configs.loader import load  # noqa: E402
+from learner.selfplay_config import SelfPlayConfig  # noqa: E402
+from learner.train import init_train_state, make_train_step  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCE = ["game=chess", "actors.games_per_actor=64", "search.policy=gumbel",
+             "search.num_simulations=32", "learner.batch_size=256"]
+CONFIGS = {
+    "chess_cpu": [],
+    "ref_2x32": REFERENCE + ["network.resnet.num_blocks=2", "network.resnet.filters=32"],
+    "ref_6x64": REFERENCE + ["network.resnet.num_blocks=6", "network.resnet.filters=64"],
+}
+
+
+def _timed(fn, repeats: int) -> float:
+    """Mean seconds of fn() (already compiled), blocking on its result."""
+    jax.block_until_ready(fn())
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        jax.block_until_ready(fn())
+    return (time.perf_counter() - t0) / repeats
+
+
+def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) -> dict:
+    cfg = load(SelfPlayConfig, os.path.join(ROOT, "configs/chess_cpu.yaml"), overrides)
+    game = games.make(cfg.game)
+    net = models.make_network(cfg.network, game.spec)
+    B = cfg.actors.games_per_actor
+    states = jax.jit(game.init)(jax.random.split(jax.random.PRNGKey(0), B))
+    obs = game.observe(states)
+    variables = net.init(jax.random.PRNGKey(1), obs, train=False)
+    evaluate = lambda v, o: net.apply(v, o, train=False)
+    search = search_lib.make_search(game, evaluate, cfg.search)
+    step = jax.jit(game.step)
+
+    # Advance 20 plies first so the timed positions are not all the opening.
+    key = jax.random.PRNGKey(2)
+    t_compile = time.perf_counter()
+    for i in range(20):
+        key, k = jax.random.split(key)
+        out = search(variables, states, k)
+        states = step(states, out.action)
+    jax.block_until_ready(states)
+    warmup_s = time.perf_counter() - t_compile
+
+    t0 = time.perf_counter()
+    for i in range(plies):
+        key, k = jax.random.split(key)
+        out = search(variables, states, k)
+        host = jax.device_get((game.observe(states), out.slot_actions, out.policy_target, out.child_q,
+                               out.root_value, out.action))
+        states = step(states, out.action)
+        jax.block_until_ready(states)
+    ply_s = (time.perf_counter() - t0) / plies
+
+    sims = cfg.search.num_simulations
+    apply = jax.jit(evaluate)
+    obs = game.observe(states)
+    network_s = _timed(lambda: apply(variables, obs), 5) * (sims + 1)
+    env_s = _timed(lambda: step(states, out.action), 5) * (sims + 1)
+    tree_s = max(ply_s - network_s - env_s, 0.0)
+
+    # Learner: the jitted train step on a replay-shaped batch.
+    W = game.spec.max_legal_actions
+    LB = cfg.learner.batch_size
+    rng = np.random.default_rng(0)
+    legal = np.full((LB, W), -1, np.int32)
+    legal[:, :20] = np.sort(rng.choice(game.spec.num_actions, size=(LB, 20)), axis=1)
+    policy = np.zeros((LB, W), np.float32)
+    policy[:, :20] = rng.dirichlet(np.ones(20), size=LB)
+    obs_b = np.asarray(jnp.concatenate([obs] * (LB // B + 1))[:LB])
+    batch = {"observation": obs_b, "legal_actions": legal, "policy": policy,
+             "z": rng.choice([-1.0, 0.0, 1.0], size=LB).astype(np.float32)}
+    state = init_train_state(net, cfg.learner, obs[:1], jax.random.PRNGKey(3))
+    train = make_train_step(net, cfg.learner, game.spec.num_actions)
+    state, m = train(state, batch)
+    jax.block_until_ready(state)
+    t0 = time.perf_counter()
+    for _ in range(train_steps):
+        state, m = train(state, batch)
+    jax.block_until_ready(state)
+    train_s = (time.perf_counter() - t0) / train_steps
+
+    return {
+        "games": B, "simulations": sims, "search_policy": cfg.search.policy,
+        "network": f"resnet {cfg.network.resnet.num_blocks}x{cfg.network.resnet.filters}",
+        "positions_per_s": round(B / ply_s, 2), "ply_s": round(ply_s, 4),
+        "share_network": round(network_s / ply_s, 3), "share_env": round(env_s / ply_s, 3),
+        "share_tree": round(tree_s / ply_s, 3),
+        "network_plus_env_ceiling_positions_per_s": round(B / (network_s + env_s), 1),
+        "learner_batch": LB, "learner_samples_per_s": round(LB / train_s, 1),
+        "compile_and_warmup_s": round(warmup_s, 1),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=sorted(CONFIGS), action="append", help="run only these configs")
+    p.add_argument("--plies", type=int, default=10, help="timed plies per config")
+    p.add_argument("--train-steps", type=int, default=10, help="timed learner steps per config")
+    args = p.parse_args()
+    results = {name: bench_config(name, CONFIGS[name], args.plies, args.train_steps)
+               for name in (args.only or CONFIGS)}
+    results["goal"] = {"pgx_example_positions_per_s": {"2x32": 26.6, "6x64": 23.5},
+                       "pgx_example_learner_samples_per_s": {"2x32": 1615, "6x64": 320},
+                       "target_positions_per_s_2x32": 66.5}
+    results["device"] = str(jax.devices()[0])
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
