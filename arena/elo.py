@@ -61,7 +61,7 @@ def _estimate(values: Sequence[float], probs: Sequence[float], n: int, games: in
         z2n = Z95 * Z95 / n
         centre = (mean + z2n / 2) / (1 + z2n)
         half = Z95 / (1 + z2n) * math.sqrt(mean * (1 - mean) / n + z2n / (4 * n))
-        lo, hi = centre - half, centre + half
+        lo, hi = (0.0 if mean <= 0 else centre - half), (1.0 if mean >= 1 else centre + half)
     return EloEstimate(elo_from_score(mean), elo_from_score(lo), elo_from_score(hi), mean, games)
 
 

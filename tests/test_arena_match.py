@@ -1,0 +1,154 @@
+"""Games and matches: PGN validity, both colours per opening, adjudication, SPRT stopping, pool."""
+import io
+import json
+
+import chess
+import chess.pgn
+import pytest
+
+from arena import Agent, make_agent
+from arena.match import MatchConfig, run_match
+from arena.openings import START, Book, pick
+from arena.play import Adjudication, play_game
+from arena.sprt import SprtConfig
+from configs.paths import data_file
+
+BOOK = str(data_file("openings", "8moves_v3.pgn"))
+EPD_BOOK = str(data_file("openings", "2moves_v1.epd"))
+
+
+def _games(path):
+    games = []
+    with open(path) as f:
+        while (game := chess.pgn.read_game(f)) is not None:
+            games.append(game)
+    return games
+
+
+def _check_game(game):
+    """Replays a PGN game with python-chess and checks its Result against the final position."""
+    assert not game.errors
+    board = game.board()
+    for move in game.mainline_moves():
+        assert move in board.legal_moves
+        board.push(move)
+    result, termination = game.headers["Result"], game.headers["Termination"]
+    outcome = board.outcome(claim_draw=True)
+    if termination == "checkmate":
+        assert board.is_checkmate() and result == ("0-1" if board.turn == chess.WHITE else "1-0")
+    elif termination == "max plies":
+        assert result == "1/2-1/2" and outcome is None
+    else:
+        assert outcome is not None and outcome.result() == result, termination
+    assert int(game.headers["PlyCount"]) == len(board.move_stack)
+    return board
+
+
+def test_random_vs_random_from_the_book_writes_valid_pgn(tmp_path):
+    cfg = MatchConfig(players=("random:seed=1", "random:seed=2,name=rnd2"), games=6, book=BOOK,
+                      pgn_path=str(tmp_path / "m.pgn"), json_path=str(tmp_path / "m.json"))
+    summary = run_match(cfg, progress=False)
+    games = _games(tmp_path / "m.pgn")
+    assert len(games) == 6 == summary["games_played"]
+    expected = {o.moves for o in pick(Book(BOOK), 3, "random", seed=0)}  # the schedule's choice
+    openings_seen = {}
+    for game in games:
+        board = _check_game(game)
+        assert {game.headers["White"], game.headers["Black"]} == {"random:seed=1", "rnd2"}
+        # The book line is the start of the game.
+        first16 = [m.uci() for m in board.move_stack[:16]]
+        openings_seen.setdefault(tuple(first16), []).append(game.headers["White"])
+        assert tuple(first16) in expected
+    # Three openings, each played once with each colour.
+    assert len(openings_seen) == 3 and all(sorted(w) == ["random:seed=1", "rnd2"]
+                                           for w in openings_seen.values())
+    data = json.loads((tmp_path / "m.json").read_text())
+    p = data["pairings"][0]
+    assert p["wins"] + p["draws"] + p["losses"] == 6 == len(data["games"])
+    assert sum(p["pentanomial"]) == 3
+    assert {r["name"] for r in data["ratings"]["table"]} == {"random:seed=1", "rnd2"}
+
+
+def test_ply_cap_and_epd_start(tmp_path):
+    opening = Book(EPD_BOOK)[10]
+    record = play_game(make_agent("random:seed=5"), make_agent("random:seed=6"), opening,
+                       Adjudication(max_plies=20))
+    game = chess.pgn.read_game(io.StringIO(record.pgn))
+    assert game.headers["FEN"] == opening.fen and game.headers["SetUp"] == "1"
+    board = _check_game(game)
+    if record.termination == "max plies":
+        assert len(board.move_stack) == 20 and record.result == "1/2-1/2"
+
+
+class _Illegal(Agent):
+    name = "cheater"
+
+    def select(self, board, limit=None, stop=None):
+        return chess.Move.from_uci("e2e5"), {}
+
+
+class _Crash(Agent):
+    name = "crasher"
+
+    def select(self, board, limit=None, stop=None):
+        raise RuntimeError("boom")
+
+
+def test_illegal_moves_and_crashes_lose_the_game():
+    record = play_game(_Illegal(), make_agent("random"), START)
+    assert record.result == "0-1" and "illegal move e2e5 by cheater" in record.termination
+    record = play_game(make_agent("random:seed=1"), _Crash(), START)
+    assert record.result == "1-0" and "crasher: RuntimeError: boom" in record.termination
+    assert not chess.pgn.read_game(io.StringIO(record.pgn)).errors
+
+
+def test_resign_adjudication_with_stockfish():
+    with make_agent("stockfish:skill=20,nodes=2000") as strong, make_agent("stockfish:skill=0,nodes=1,name=weak") as weak:
+        # Queen up for white: both engines agree quickly; white wins by adjudication.
+        opening = type(START)("3qk3/8/8/8/8/8/8/Q2QK3 w - - 0 1", (), "queen odds")
+        record = play_game(strong, weak, opening, Adjudication(resign_cp=600, resign_moves=2))
+    assert record.result == "1-0"
+    assert record.termination in ("adjudication: resign", "checkmate")
+    if record.termination == "adjudication: resign":
+        assert record.plies == 4  # two moves by each side
+
+
+@pytest.mark.slow
+def test_sprt_stops_stockfish_vs_random_early(tmp_path):
+    cfg = MatchConfig(players=("stockfish:skill=0,nodes=200", "random"), games=200, book=EPD_BOOK,
+                      sprt=SprtConfig(elo0=0, elo1=200, alpha=0.05, beta=0.05),
+                      pgn_path=str(tmp_path / "s.pgn"))
+    summary = run_match(cfg, progress=False)
+    sprt = summary["pairings"][0]["sprt"]
+    assert summary["stopped"] == "sprt" and sprt["decision"] == "H1"
+    assert summary["games_played"] <= 30  # decided long before the 200 games
+    assert len(_games(tmp_path / "s.pgn")) == summary["games_played"]
+
+
+@pytest.mark.slow
+def test_round_robin_in_a_process_pool(tmp_path):
+    players = ("random:seed=1", "stockfish:skill=0,nodes=100,name=sf", "random:seed=2,name=r2")
+    cfg = MatchConfig(players=players, games=2, book=EPD_BOOK, order="sequential", workers=2,
+                      pgn_path=str(tmp_path / "rr.pgn"), json_path=str(tmp_path / "rr.json"),
+                      anchor="sf")
+    summary = run_match(cfg, progress=False)
+    games = _games(tmp_path / "rr.pgn")
+    assert len(games) == 6 == summary["games_played"]  # 3 pairings x 2 games
+    for game in games:
+        _check_game(game)
+    assert sorted(int(g.headers["Round"]) for g in games) == list(range(1, 7))
+    ratings = summary["ratings"]
+    assert ratings["anchor"] == "sf"
+    table = {r["name"]: r for r in ratings["table"]}
+    assert table["sf"]["rating"] == 0 and table["random:seed=1"]["rating"] < 0
+    assert len(summary["pairings"]) == 3
+
+
+def test_match_rejects_bad_configs():
+    with pytest.raises(ValueError, match="at least two"):
+        run_match(MatchConfig(players=("random",)), progress=False)
+    with pytest.raises(ValueError, match="SPRT needs exactly two"):
+        run_match(MatchConfig(players=("random", "random", "random"), sprt=SprtConfig()),
+                  progress=False)
+    with pytest.raises(ValueError, match="unknown agent"):
+        run_match(MatchConfig(players=("random", "nonsense")), progress=False)
