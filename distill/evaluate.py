@@ -117,6 +117,8 @@ def evaluate(cfg, show_progress: bool = True) -> dict:
     from configs.paths import data_file
 
     e = cfg.evaluate
+    if e.player == "student":
+        policy_lib.student_dir(e.checkpoint or cfg.train.out_dir)  # fail fast on a missing checkpoint
     puzzles = read_puzzles(data_file(e.puzzles), e.max_puzzles) if e.max_puzzles > 0 else []
     records = test_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed)
     player = make_player(cfg)

@@ -123,9 +123,9 @@ def iter_records(directory: str | Path) -> Iterator[dict]:
                 return  # a torn tail: the writer's next open trims it
 
 
-def build_index(directory: str | Path) -> dict:
-    """Scans the shards and writes `index.msgpack`: shard names and sizes, per record its shard,
-    offset, length and game id."""
+def build_index(directory: str | Path, write: bool = True) -> dict:
+    """Scans the shards and (if `write`) writes `index.msgpack`: shard names and sizes, per record
+    its shard, offset, length and game id."""
     directory = Path(directory)
     shards = shard_paths(directory)
     index = {"shards": [p.name for p in shards], "sizes": [], "shard": [], "offset": [],
@@ -140,9 +140,10 @@ def build_index(directory: str | Path) -> dict:
             index["offset"].append(off)
             index["length"].append(length)
             index["game"].append(rec.get("game", ""))
-    tmp = directory / (INDEX_NAME + ".tmp")
-    tmp.write_bytes(msgpack.packb(index, use_bin_type=True))
-    os.replace(tmp, directory / INDEX_NAME)
+    if write:
+        tmp = directory / (INDEX_NAME + ".tmp")
+        tmp.write_bytes(msgpack.packb(index, use_bin_type=True))
+        os.replace(tmp, directory / INDEX_NAME)
     return index
 
 
@@ -167,7 +168,9 @@ class RecordStore:
                     return index
             except Exception:  # a corrupt index is rebuilt from the shards, never trusted
                 pass
-        return build_index(self.dir)
+        # a frozen corpus (manifest.json) or a read-only directory is never written into
+        frozen = (self.dir / "manifest.json").exists() or not os.access(self.dir, os.W_OK)
+        return build_index(self.dir, write=not frozen)
 
     def __len__(self) -> int:
         return len(self.index["offset"])

@@ -94,6 +94,7 @@ def train(cfg) -> dict:
                                              d.sampler, d.bc_soft)
     writer = SummaryWriter(str(out / "tb"))
     losses, start, step = [], time.time(), start_step
+    compiled_at, compiled_step = start, start_step
     columns = [TextColumn(f"train {d.target}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("loss {task.fields[loss]}")]
     with Progress(*columns, disable=not t.progress) as progress:
@@ -101,16 +102,21 @@ def train(cfg) -> dict:
         while step < t.max_steps and not (t.max_seconds and time.time() - start > t.max_seconds):
             state, loss = step_fn(state, _jnp(sample(train_ex)))
             step += 1
+            if step == start_step + 1:  # steps/s excludes the first step (jit compilation)
+                jax.block_until_ready(loss)
+                compiled_at, compiled_step = time.time(), step
             if step % t.log_every == 0 or step == t.max_steps:
                 loss = float(loss)
                 losses.append(loss)
                 writer.add_scalar("train/loss", loss, step)
-                writer.add_scalar("train/steps_per_second", (step - start_step) / (time.time() - start), step)
+                writer.add_scalar("train/steps_per_second",
+                                  (step - compiled_step) / max(time.time() - compiled_at, 1e-9), step)
                 progress.update(task, completed=step, loss=f"{loss:.4f}")
             if step % t.checkpoint_every == 0:
                 manager.save(step, args=ocp.args.StandardSave(state))
     jax.block_until_ready(state)
     seconds = time.time() - start
+    steps_per_second = (step - compiled_step) / max(time.time() - compiled_at, 1e-9)
     if manager.latest_step() != step:
         manager.save(step, args=ocp.args.StandardSave(state))
     manager.wait_until_finished()
@@ -124,7 +130,7 @@ def train(cfg) -> dict:
     model_checkpoint.save(out / STUDENT_DIR, net_cfg, {"params": state["ema"]}, metadata=metadata)
     summary = {"target": d.target, "family": net_cfg.family, "steps": step,
                "new_steps": step - start_step, "seconds": seconds,
-               "steps_per_second": (step - start_step) / max(seconds, 1e-9),
+               "steps_per_second": steps_per_second, "examples_per_second": steps_per_second * t.batch_size,
                "train_boards": len(train_ex), "train_pairs": int(len(train_ex.pair_board)),
                "final_train_loss": losses[-1] if losses else None, "test_loss_ema": test_loss,
                "batch_size": t.batch_size, "student": str(out / STUDENT_DIR)}

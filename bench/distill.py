@@ -1,0 +1,104 @@
+"""Distillation throughput and quality: annotation boards/minute, training steps/second, and the
+evaluation reports of the evidence runs (students vs random and Stockfish baselines).
+
+    .venv/bin/python bench/distill.py                          # measure + collect runs/distill/*
+    .venv/bin/python bench/distill.py --boards 100 --steps 30 --runs runs/distill
+
+Annotation: `--boards` boards of the preset's PGNs annotated into a temporary directory at the
+preset's Stockfish limit (one engine worker, as the preset). Training: `--steps` steps of the CPU
+preset's AV and BC students on the preset's records (steps/s after the first, compiling, step).
+Runs: every `*/train.json` (steps/s of the evidence trainings) and `eval_*.json` (written by
+`distill.py evaluate`: action accuracy, Kendall's tau, puzzle accuracy) under `--runs`.
+Prints ONE JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from configs.loader import load  # noqa: E402
+from configs.paths import data_file  # noqa: E402
+from distill.config import DistillConfig  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_annotation(cfg, boards: int) -> dict:
+    from distill.annotate import annotate
+    from distill.boards import sample_boards
+
+    a = cfg.annotate
+    todo = sample_boards([data_file(p) for p in a.pgn], a.sampler, seed=12345, max_boards=boards)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = annotate(todo, tmp, engine_path=a.engine, workers=a.workers,
+                       nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
+                       show_progress=False)
+    return {"boards": out["new"], "seconds": round(out["seconds"], 2),
+            "boards_per_minute": round(out["boards_per_minute"], 1), "workers": a.workers,
+            "nodes_per_move": a.nodes_per_move, "time_per_move": a.time_per_move}
+
+
+def bench_training(cfg, target: str, steps: int) -> dict:
+    from distill.train import train
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = dataclasses.replace(
+            cfg, data=dataclasses.replace(cfg.data, target=target),
+            train=dataclasses.replace(cfg.train, out_dir=tmp, max_steps=steps, max_seconds=0.0,
+                                      checkpoint_every=10**9, progress=False))
+        out = train(run)
+    return {k: out[k] for k in ("steps", "steps_per_second", "examples_per_second", "batch_size",
+                                "train_boards", "train_pairs")}
+
+
+def collect_reports(runs: Path) -> dict:
+    keep = ("action_accuracy", "kendall_tau", "puzzle_accuracy", "boards", "tau_boards", "puzzles",
+            "bands")
+    out = {}
+    for path in sorted(runs.glob("**/eval_*.json")):
+        report = json.loads(path.read_text())
+        name = f"{path.parent.name}/{report.get('player', path.stem)}"
+        out[name] = {k: report.get(k) for k in keep} | {"file": str(path)}
+    return out
+
+
+def collect_training(runs: Path) -> dict:
+    keep = ("target", "steps", "seconds", "steps_per_second", "examples_per_second", "batch_size",
+            "train_boards", "train_pairs", "final_train_loss", "test_loss_ema")
+    return {path.parent.name: {k: json.loads(path.read_text()).get(k) for k in keep} | {"file": str(path)}
+            for path in sorted(runs.glob("*/train.json"))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=str(ROOT / "configs" / "distill_cpu.yaml"))
+    parser.add_argument("--boards", type=int, default=200, help="boards to annotate (0: skip)")
+    parser.add_argument("--steps", type=int, default=50, help="training steps per target (0: skip)")
+    parser.add_argument("--runs", default=str(ROOT / "runs" / "distill"), help="evaluation reports")
+    parser.add_argument("--set", nargs="*", default=[], help="config overrides")
+    args = parser.parse_args()
+    cfg = load(DistillConfig, args.config, args.set)
+    result = {"config": os.path.relpath(args.config, ROOT), "cpu_count": os.cpu_count(),
+              "load_average_1min": os.getloadavg()[0], "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if args.boards:
+        result["annotation"] = bench_annotation(cfg, args.boards)
+    if args.steps:
+        if Path(cfg.data.records).is_dir():
+            result["training"] = {t: bench_training(cfg, t, args.steps) for t in ("av", "bc")}
+        else:
+            result["training"] = {"skipped": f"no records at {cfg.data.records}: run distill.py annotate"}
+    result["training_runs"] = collect_training(Path(args.runs))
+    result["evaluations"] = collect_reports(Path(args.runs))
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Self-play corpora as distill data: a real frozen corpus (replay/corpus.freeze) read as records,
+SV from outcome or root value, BC soft targets, AV completed with a teacher's one-ply values."""
+import chess
+import numpy as np
+import pytest
+
+from distill import dataset, selfplay_corpus
+from distill.records import RecordStore, iter_records
+from games import chess_bridge
+from replay import chunks, corpus
+from replay.record import GameRecord, compress_observation
+
+MOVES = ["e2e4", "e7e5", "g1f3", "b8c6"]
+
+
+def _game_record() -> GameRecord:
+    board = chess.Board()
+    actions, legal, legal_actions, policy, child_q = [], [], [], [], []
+    for t, uci in enumerate(MOVES):
+        ucis = [m.uci() for m in board.legal_moves]
+        legal.append(len(ucis))
+        legal_actions += chess_bridge.ucis_to_pgx_actions(ucis, board.turn).tolist()
+        pi = np.zeros(len(ucis))
+        pi[ucis.index(uci)], pi[(ucis.index(uci) + 1) % len(ucis)] = 0.75, 0.25  # two visited moves
+        policy += pi.tolist()
+        child_q += np.linspace(-0.5, 0.5, len(ucis)).tolist()
+        actions.append(chess_bridge.uci_to_pgx_action(uci, board.turn))
+        board.push_uci(uci)
+    n = len(MOVES)
+    return GameRecord(
+        game="chess", game_id="a0-1", init_key=np.zeros(2, np.uint32), actions=np.array(actions),
+        observations=[compress_observation(np.zeros((8, 8, 119), np.float32))] * n,
+        obs_shape=(8, 8, 119), obs_dtype="float32", to_play=np.array([0, 1, 0, 1]),
+        legal=np.array(legal), legal_actions=np.array(legal_actions), policy=np.array(policy),
+        child_q=np.array(child_q), root_value=np.array([0.1, -0.2, 0.3, -0.4]),
+        rewards=np.array([1.0, -1.0]), termination="resign", resign_disabled=False,
+        resign_would_have=-1, param_versions=np.array([0, 0]), created=0.0)
+
+
+@pytest.fixture
+def frozen(tmp_path):
+    writer = chunks.ChunkWriter(tmp_path / "replay")
+    writer.append(_game_record())
+    writer.close()
+    corpus.freeze(tmp_path / "replay", tmp_path / "corpus")
+    return tmp_path / "corpus"
+
+
+def test_frozen_corpus_reads_as_records_without_writing_into_it(frozen):
+    before = sorted(p.name for p in frozen.iterdir())
+    store = RecordStore(frozen)
+    assert len(store) == len(MOVES)
+    assert sorted(p.name for p in frozen.iterdir()) == before  # no index written into the corpus
+    rec = store[1]
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert rec["fen"] == board.fen() and rec["best"] == "e7e5"
+    assert sorted(rec["moves"]) == sorted(m.uci() for m in board.legal_moves)
+    ex_value = dataset.load_examples(store, range(4), sv_from="value")
+    ex_outcome = dataset.load_examples(store, range(4), sv_from="outcome")
+    np.testing.assert_allclose(ex_value.value, [0.55, 0.4, 0.65, 0.3], atol=1e-6)  # (v + 1) / 2
+    np.testing.assert_allclose(ex_outcome.value, [1, 0, 1, 0])  # white (player 0) won
+    # BC: hard target is the move played; the soft one the visit distribution
+    rng = np.random.default_rng(0)
+    batch = dataset.sample_batch(ex_value, "bc", rng, 16, bc_soft=True)
+    assert batch["policy"].shape == (16, 1968)
+    np.testing.assert_allclose(batch["policy"].sum(1), 1.0, atol=1e-6)
+    assert np.all(np.sort(batch["policy"], 1)[:, -2:] == np.array([0.25, 0.75], np.float32))
+    assert np.all(batch["policy"][np.arange(16), batch["action"]] == np.float32(0.75))
+
+
+def test_av_values_of_unvisited_moves_come_from_the_teacher(frozen, tmp_path):
+    seen = []
+
+    def teacher(boards):
+        seen.extend(b.fen() for b in boards)
+        return np.full(len(boards), 0.2)  # every successor: 20% for the opponent
+
+    out = selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, show_progress=False)
+    assert out["records"] == len(MOVES)
+    for orig, done in zip(iter_records(frozen), iter_records(tmp_path / "av")):
+        for share, q, v in zip(orig["policy"], orig["values"], done["values"]):
+            assert v == (q if share > 0 else pytest.approx(0.8))
+    assert len(seen) == sum(len(r["moves"]) - 2 for r in iter_records(frozen))
+    with pytest.raises(FileExistsError):
+        selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher)
