@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                           event=args.event)
         if any(a.startswith(("mcts", "policy", "av", "sv", "bc")) for a in args.players):
             from configs.runtime import enable_compilation_cache
-            enable_compilation_cache()
+            os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache()  # for workers too
         summary = run_match(cfg, progress=not args.no_progress)
     except (ValueError, FileNotFoundError) as e:
         print(f"match.py: {e}", file=sys.stderr)

@@ -95,11 +95,19 @@ class _NetworkAgent(Agent):
             raise ValueError(f"option '{name}' is not supported by {self.name}")
 
     def _batched_state(self, board: chess.Board):
+        """[1]-batched pgx state of `board`, or None where pgx has ended the game but
+        python-chess has not (pgx ends at threefold repetition and 50 moves on its own)."""
         import jax
         state = self._tracker.state(board)
         if bool(state.terminated) or bool(state.truncated):
-            raise ValueError(f"pgx considers the game over at {board.fen()}")
+            return None
         return jax.tree.map(lambda x: x[None], state)
+
+    @staticmethod
+    def _rules_move(board: chess.Board):
+        """A legal move where pgx has no opinion (the game is drawn by then anyway)."""
+        move = min(board.legal_moves, key=lambda m: m.uci())
+        return move, {"nodes": 0, "value": 0.0, "pv": [move]}
 
     def _to_move(self, action: int, board: chess.Board) -> chess.Move:
         from games import chess_bridge
@@ -122,6 +130,8 @@ class PolicyAgent(_NetworkAgent):
         import jax.numpy as jnp
         start = time.perf_counter()
         states = self._batched_state(board)
+        if states is None:
+            return self._rules_move(board)
         out = self._apply(self.variables, states.observation)
         logits = jnp.where(states.legal_action_mask[0], out.policy_logits[0], -jnp.inf)
         if self.temperature > 0:
@@ -190,6 +200,8 @@ class MctsAgent(_NetworkAgent):
         sims = self._simulations_for(limit)
         compiled = (sims, self.temperature) in self._searches
         states = self._batched_state(board)
+        if states is None:
+            return self._rules_move(board)
         out, tree = self._search_fn(sims)(self.variables, states, self._next_key())
         action = int(out.action[0])
         if action < 0:
