@@ -13,7 +13,7 @@ import time
 import chess
 import chess.engine
 
-from arena.agent import Agent, Limit
+from arena.agent import Agent, Limit, Option
 
 STOCKFISH_CANDIDATES = ("/usr/games/stockfish", "/usr/bin/stockfish", "/usr/local/bin/stockfish")
 DEFAULT_MOVETIME_MS = 100  # when a spec gives neither nodes, movetime nor depth
@@ -110,6 +110,26 @@ class EngineAgent(Agent):
             info["pv"] = [result.move]
         info["time"] = time.perf_counter() - start
         return result.move, info
+
+    _FORWARDED = ("Threads", "Hash", "Skill Level")  # announced over UCI when the engine has them
+
+    def options(self) -> list[Option]:
+        out = []
+        for name in self._FORWARDED:
+            opt = self._engine.options.get(name)
+            if opt is not None and opt.type == "spin":
+                out.append(Option(opt.name, "spin", opt.default, opt.min, opt.max))
+        return out
+
+    def configure(self, name: str, value: str) -> None:
+        """Forwards an option the engine itself announced (e.g. Threads, Hash)."""
+        opt = self._engine.options.get(name)
+        if opt is None or opt.is_managed():
+            raise ValueError(f"option '{name}' is not supported by {self.name}")
+        try:
+            self._engine.configure({opt.name: opt.parse(value)})
+        except (chess.engine.EngineError, ValueError) as e:
+            raise ValueError(f"option '{name}': {e}") from None
 
     def reset(self) -> None:
         self._game = object()  # python-chess sends "ucinewgame" when `game` changes

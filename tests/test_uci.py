@@ -171,3 +171,20 @@ def test_bad_agent_spec_is_one_line_and_status_2(tmp_path):
                           text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "checkpoint" in proc.stderr
+
+
+def test_engine_agents_forward_their_own_options():
+    out = []
+    with make_agent("stockfish:skill=0,nodes=100") as agent:
+        engine = UciEngine(agent, out.append)
+        engine.handle("uci")
+        assert "option name Hash type spin default 16 min 1 max 33554432" in out
+        engine.handle("setoption name Hash value 32")
+        assert not any("error" in line for line in out)
+        engine.handle("setoption name Hash value lots")
+        engine.handle("setoption name MultiPV value 3")  # python-chess manages MultiPV itself
+        assert sum("error" in line for line in out) == 2
+        engine.handle("position startpos")
+        engine.handle("go nodes 100")
+        engine.handle("stop")
+        assert out[-1].startswith("bestmove ") and "score cp" in out[-2]
