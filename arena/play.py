@@ -62,7 +62,7 @@ _OUTCOME_NAMES = {
 
 
 def _comment(info: dict, seconds: float) -> str:
-    """cutechess-style move comment: score in pawns (White's view is not used: mover's view)."""
+    """cutechess-style move comment: the mover's score in pawns, depth, and the time taken."""
     if "mate" in info:
         score = f"{'+' if info['mate'] > 0 else '-'}M{abs(info['mate'])}"
     elif "score_cp" in info:

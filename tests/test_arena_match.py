@@ -1,4 +1,5 @@
 """Games and matches: PGN validity, both colours per opening, adjudication, SPRT stopping, pool."""
+import dataclasses
 import io
 import json
 
@@ -100,6 +101,38 @@ def test_illegal_moves_and_crashes_lose_the_game():
     record = play_game(make_agent("random:seed=1"), _Crash(), START)
     assert record.result == "1-0" and "crasher: RuntimeError: boom" in record.termination
     assert not chess.pgn.read_game(io.StringIO(record.pgn)).errors
+
+
+class _Scripted(Agent):
+    """Random legal moves, always reporting the same score for itself."""
+
+    def __init__(self, name, score_cp):
+        self.name, self.score_cp, self.random = name, score_cp, make_agent("random:seed=4")
+
+    def select(self, board, limit=None, stop=None):
+        return self.random.select(board)[0], {"score_cp": self.score_cp}
+
+
+def test_resign_and_draw_adjudication_rules():
+    rules = Adjudication(resign_cp=500, resign_moves=3)
+    record = play_game(_Scripted("w", 700), _Scripted("b", -700), START, rules)
+    assert (record.result, record.termination, record.plies) == ("1-0", "adjudication: resign", 6)
+    record = play_game(_Scripted("w", -900), _Scripted("b", 900), START, rules)
+    assert (record.result, record.plies) == ("0-1", 6)
+    # The sides disagree (both think they are winning): no adjudication, the game goes on.
+    record = play_game(_Scripted("w", 900), _Scripted("b", 900), START, Adjudication(
+        max_plies=30, resign_cp=500, resign_moves=3))
+    assert record.termination != "adjudication: resign"
+    draw = Adjudication(draw_cp=20, draw_moves=4, draw_move_number=10)
+    record = play_game(_Scripted("w", 5), _Scripted("b", -5), START, draw)
+    game = chess.pgn.read_game(io.StringIO(record.pgn))
+    assert (record.result, record.termination) == ("1/2-1/2", "adjudication: draw")
+    # First chance: 8 scores in the window and move 10 reached, i.e. right after ply 18.
+    assert record.plies == 18 and game.end().board().fullmove_number == 10
+    # A score outside the window never triggers the draw rule.
+    record = play_game(_Scripted("w", 50), _Scripted("b", -50), START,
+                       dataclasses.replace(draw, max_plies=60))
+    assert record.termination != "adjudication: draw"
 
 
 def test_resign_adjudication_with_stockfish():
