@@ -1,0 +1,13 @@
+"""Batched MCTS (AlphaZero PUCT or Gumbel MuZero) over any pgx game, on mctx, with a legal-slot tree.
+
+    from search import SearchConfig, make_search
+    search_fn = make_search(game, evaluate, SearchConfig(num_simulations=128))
+    out = search_fn(params, states, key)   # SearchOutput: action [B], policy_target [B, W], ...
+"""
+from search.config import SearchConfig
+from search.mcts import (Node, SearchOutput, legal_slots, make_recurrent_fn, make_search,
+                         make_search_tree, network_fn, scatter_slots)
+from search.slots import EMPTY, EMPTY_LOGIT
+
+__all__ = ["SearchConfig", "SearchOutput", "make_search", "make_search_tree", "make_recurrent_fn",
+           "scatter_slots", "legal_slots", "network_fn", "Node", "EMPTY", "EMPTY_LOGIT"]

@@ -1,0 +1,54 @@
+"""SearchConfig: every knob of the tree search, one frozen dataclass (loadable with configs.loader)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+POLICIES = ("puct", "gumbel")
+Q_TRANSFORMS = ("parent_and_siblings", "min_max")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """How one batched search runs and picks its move (AlphaZero defaults for chess)."""
+
+    policy: str = "puct"  # "puct" (AlphaZero / mctx.muzero_policy rules) or "gumbel" (Gumbel MuZero)
+    num_simulations: int = 128  # simulations per search (tree nodes = num_simulations + 1)
+    max_depth: Optional[int] = None  # cap on edges root -> leaf; None = num_simulations (no cap)
+    # PUCT exploration C(s) = log((1 + N(s) + pb_c_base) / pb_c_base) + pb_c_init (AlphaZero).
+    pb_c_base: float = 19652.0  # c_base
+    pb_c_init: float = 1.25  # c_init
+    # Q in the PUCT score: "parent_and_siblings" (mctx default: min-max over V(s) and visited Q,
+    # unvisited -> 0) or "min_max" (fixed bounds [-1, 1] -> [0, 1], unvisited -> 0 = a loss).
+    q_transform: str = "parent_and_siblings"
+    root_noise: bool = True  # mix Dirichlet noise into the root prior (self-play on, play off)
+    dirichlet_alpha: Optional[float] = None  # None -> game.spec.dirichlet_alpha (chess 0.3)
+    dirichlet_fraction: float = 0.25  # weight of the noise in the root prior (AlphaZero 0.25)
+    temperature: float = 1.0  # visit-count sampling temperature while ply < temperature_plies
+    temperature_plies: int = 30  # plies sampled with `temperature`; greedy (most visits) after
+    # Gumbel MuZero (Danihelka et al. 2022); used when policy == "gumbel".
+    max_num_considered_actions: int = 16  # root actions kept by Sequential Halving
+    gumbel_scale: float = 1.0  # scale of the root Gumbel noise (0 = deterministic play)
+    value_scale: float = 0.1  # c_scale of the completed-Q transform (sigma)
+    maxvisit_init: float = 50.0  # c_visit of the completed-Q transform (sigma)
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise ValueError(f"search policy must be one of {POLICIES}, got {self.policy!r}")
+        if self.q_transform not in Q_TRANSFORMS:
+            raise ValueError(f"search q_transform must be one of {Q_TRANSFORMS}, got {self.q_transform!r}")
+        if self.num_simulations < 1:
+            raise ValueError(f"search num_simulations must be >= 1, got {self.num_simulations}")
+        if self.max_depth is not None and self.max_depth < 1:
+            raise ValueError(f"search max_depth must be >= 1 or None, got {self.max_depth}")
+        if not 0.0 <= self.dirichlet_fraction <= 1.0:
+            raise ValueError(f"search dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+        if self.dirichlet_alpha is not None and self.dirichlet_alpha <= 0:
+            raise ValueError(f"search dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+        if self.temperature <= 0:
+            raise ValueError(f"search temperature must be > 0, got {self.temperature}")
+        if self.temperature_plies < 0:
+            raise ValueError(f"search temperature_plies must be >= 0, got {self.temperature_plies}")
+        if self.max_num_considered_actions < 1:
+            raise ValueError("search max_num_considered_actions must be >= 1, "
+                             f"got {self.max_num_considered_actions}")

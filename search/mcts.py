@@ -1,0 +1,207 @@
+"""`make_search`: batched, jitted MCTS over any pgx game with a small legal-slot action axis.
+
+The tree's action axis is the legal-move slot (see search/slots.py), so a chess tree holds
+[B, nodes, 218] edges instead of [B, nodes, 4672]. Each tree node's embedding is the pgx state
+(without its observation, recomputed by pgx on every step) plus its slot -> action table.
+
+Two-player sign convention (mctx): an edge's reward is the mover's reward, node values are from
+the side to move at that node, and discount is -1 between plies. A terminal node (checkmate,
+stalemate, any rule draw, the ply cap) has value 0 and discount 0, so its edge is worth exactly the
+game's reward to the mover: terminal nodes are valued by the rules, never by the network.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from search import noise, selection, slots, tree_search
+from search.config import SearchConfig
+
+# evaluate(params, observations [B, *obs]) -> (policy_logits [B, num_actions], value [B] in
+# [-1, 1] for the side to move), or an object with `.policy_logits` and `.value` (models'
+# NetworkOutput).
+Evaluate = Callable[[Any, jax.Array], Any]
+
+
+class SearchOutput(NamedTuple):
+    """Result of one batched search. W = game.spec.max_legal_actions slots; B positions.
+
+    action:        [B] int32 pgx action to play; sampled from visit_counts ** (1 / temperature)
+                   while ply < temperature_plies, then the most visited (PUCT) / the best of the
+                   most visited by prior + completed Q (Gumbel). -1 if the root is terminal.
+    slot_actions:  [B, W] int32 pgx action of each slot (legal moves in increasing id), -1 = empty.
+    visit_counts:  [B, W] int32 root visits per slot.
+    policy_target: [B, W] float32 training target: PUCT the visit distribution; Gumbel the improved
+                   policy softmax(prior + completed Q) (Danihelka et al.). 0 in empty slots.
+    child_q:       [B, W] float32 Q of each root move from the ROOT player's view, in [-1, 1], for
+                   visited moves; unvisited and empty slots hold 0.
+    root_value:    [B] float32 search value of the root for its side to move.
+    prior_logits:  [B, W] float32 network root logits per slot (before noise), max-shifted to 0;
+                   empty slots hold slots.EMPTY_LOGIT.
+    """
+
+    action: jax.Array
+    slot_actions: jax.Array
+    visit_counts: jax.Array
+    policy_target: jax.Array
+    child_q: jax.Array
+    root_value: jax.Array
+    prior_logits: jax.Array
+
+
+def scatter_slots(values: jax.Array, slot_actions: jax.Array, num_actions: int, fill=0) -> jax.Array:
+    """Slot array [B, W] (e.g. policy_target) -> [B, num_actions] by pgx action; `fill` elsewhere."""
+    return slots.scatter(values, slot_actions, num_actions, fill)
+
+
+def network_fn(evaluate: Evaluate):
+    """Normalises `evaluate`'s output to (logits [B, A] float32, value [B] float32)."""
+
+    def run(params, observations):
+        out = evaluate(params, observations)
+        logits, value = (out.policy_logits, out.value) if hasattr(out, "policy_logits") else out
+        return logits.astype(jnp.float32), value.reshape(-1).astype(jnp.float32)
+
+    return run
+
+
+class Node(NamedTuple):
+    """A tree node's embedding: the pgx state without observation, and its slot table [B, W]."""
+
+    state: Any
+    slot_actions: jax.Array
+
+
+def _slim(state):
+    return state.replace(observation=jnp.zeros(state.observation.shape[:1] + (0,),
+                                               state.observation.dtype))
+
+
+def _unslim(state, observation_shape):
+    # pgx's step recomputes the observation; a zero placeholder of the right shape is enough.
+    obs = jnp.zeros(state.observation.shape[:1] + tuple(observation_shape), state.observation.dtype)
+    return state.replace(observation=obs)
+
+
+def legal_slots(game, states) -> jax.Array:
+    """[B, W] slot table of states; terminal states (pgx marks all actions legal there) get none."""
+    mask = game.legal_mask(states) & ~game.terminal(states)[:, None]
+    return slots.slot_actions(mask, game.spec.max_legal_actions)
+
+
+def make_recurrent_fn(game, evaluate: Evaluate) -> mctx.RecurrentFn:
+    """mctx recurrent fn over slots: (params, key, slot [B], Node) -> (RecurrentFnOutput, Node)."""
+    net = network_fn(evaluate)
+
+    def recurrent_fn(params, rng_key, slot, node: Node):
+        del rng_key
+        state = _unslim(node.state, game.spec.observation_shape)
+        batch = jnp.arange(slot.shape[0])
+        action = node.slot_actions[batch, slot]
+        parent_over = game.terminal(state)
+        mover = game.current_player(state)
+        # Below a terminal node nothing happens: reward 0 and (child terminal) discount 0, whatever
+        # pgx does with the placeholder action 0.
+        child = game.step(state, jnp.where(action == slots.EMPTY, 0, action))
+        reward = jnp.where(parent_over, 0.0, game.rewards(child)[batch, mover])
+        over = game.terminal(child) | parent_over
+        logits, value = net(params, game.observe(child))
+        child_slots = slots.slot_actions(game.legal_mask(child) & ~over[:, None],
+                                         game.spec.max_legal_actions)
+        out = mctx.RecurrentFnOutput(
+            reward=reward.astype(jnp.float32),
+            discount=jnp.where(over, 0.0, -1.0).astype(jnp.float32),
+            prior_logits=slots.prior_logits(logits, child_slots),
+            value=jnp.where(over, 0.0, value))
+        return out, Node(_slim(child), child_slots)
+
+    return recurrent_fn
+
+
+def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
+    """Un-jitted `fn(params, states, key) -> (mctx.Tree [B, nodes, W], root Node, network prior)`.
+
+    For analysis and tests; `make_search` is what players use.
+    """
+    net = network_fn(evaluate)
+    recurrent_fn = make_recurrent_fn(game, evaluate)
+    root_select, interior_select = selection.selection_fns(config)
+    alpha = game.spec.dirichlet_alpha if config.dirichlet_alpha is None else config.dirichlet_alpha
+
+    def run(params, states, key):
+        noise_key, gumbel_key, search_key = jax.random.split(key, 3)
+        logits, value = net(params, game.observe(states))
+        over = game.terminal(states)
+        root_slots = legal_slots(game, states)
+        prior = slots.prior_logits(logits, root_slots)
+        root_prior = prior
+        extra = None
+        if config.policy == "puct" and config.root_noise:
+            root_prior = noise.add_dirichlet(noise_key, prior, alpha=alpha,
+                                             fraction=config.dirichlet_fraction)
+        if config.policy == "gumbel":
+            gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, prior.shape)
+            extra = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
+        root = mctx.RootFnOutput(prior_logits=root_prior, value=jnp.where(over, 0.0, value),
+                                 embedding=Node(_slim(states), root_slots))
+        tree = tree_search.search(
+            params, search_key, root=root, recurrent_fn=recurrent_fn,
+            root_action_selection_fn=root_select, interior_action_selection_fn=interior_select,
+            num_simulations=config.num_simulations, max_depth=config.max_depth,
+            invalid_actions=(root_slots == slots.EMPTY).astype(jnp.float32), extra_data=extra)
+        return tree, root.embedding, prior
+
+    return run
+
+
+def make_search(game, evaluate: Evaluate, config: SearchConfig, return_tree: bool = False):
+    """Jitted `fn(params, states, key) -> SearchOutput` for batched pgx `states` of `game`.
+
+    `evaluate(params, observations [B, *obs])` -> (policy_logits [B, game.num_actions], value [B]
+    in [-1, 1] for the side to move); a models/ NetworkOutput is accepted too.
+    return_tree=True: fn returns (SearchOutput, mctx.Tree [B, nodes, W]) for analysis and tests.
+    """
+    run_tree = make_search_tree(game, evaluate, config)
+
+    def fn(params, states, key):
+        tree_key, act_key = jax.random.split(key)
+        tree, root, prior = run_tree(params, states, tree_key)
+        out = _summarise(game, config, tree, root, prior, states, act_key)
+        return (out, tree) if return_tree else out
+
+    return jax.jit(fn)
+
+
+def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutput:
+    rows = jnp.arange(prior.shape[0])
+    visits = tree.children_visits[:, tree.ROOT_INDEX]
+    q = tree.qvalues(jnp.full(rows.shape, tree.ROOT_INDEX))
+    empty = root.slot_actions == slots.EMPTY
+    explore = game.plies(states) < config.temperature_plies
+    if config.policy == "puct":
+        total = jnp.sum(visits, axis=1, keepdims=True)
+        target = visits / jnp.maximum(total, 1)
+        logits = jnp.where(visits > 0, jnp.log(jnp.maximum(visits, 1)) / config.temperature, -jnp.inf)
+        sampled = jax.random.categorical(key, logits)
+        slot = jnp.where(explore, sampled, jnp.argmax(visits, axis=1))
+    else:
+        qtransform = selection.gumbel_qtransform(config)
+        completed = jax.vmap(qtransform, in_axes=(0, None))(tree, tree.ROOT_INDEX)
+        logits = tree.children_prior_logits[:, tree.ROOT_INDEX]
+        target = jax.nn.softmax(jnp.where(empty, slots.EMPTY_LOGIT, logits + completed))
+        most = visits == jnp.max(visits, axis=1, keepdims=True)
+        gumbel = jnp.where(explore[:, None], tree.extra_data.root_gumbel, 0.0)
+        score = jnp.where(most & ~empty, gumbel + logits + completed, -jnp.inf)
+        slot = jnp.argmax(score, axis=1)
+    action = jnp.where(jnp.all(empty, axis=1), -1, root.slot_actions[rows, slot])
+    return SearchOutput(
+        action=action.astype(jnp.int32),
+        slot_actions=root.slot_actions,
+        visit_counts=visits,
+        policy_target=jnp.where(empty, 0.0, target).astype(jnp.float32),
+        child_q=jnp.where(visits > 0, q, 0.0),
+        root_value=tree.node_values[:, tree.ROOT_INDEX],
+        prior_logits=prior)

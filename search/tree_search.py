@@ -1,0 +1,162 @@
+"""The batched simulate -> expand -> backup loop of mctx.search, with a batched backup.
+
+`mctx.search` backs a leaf value up with `jax.vmap` of a `while_loop`; vmap turns the batched loop
+predicate into a select over the whole per-game tree carry at every backup step, i.e. O(B x nodes x
+actions) memory traffic per step and O(simulations^2) per search. `search` below is the same
+algorithm (same random keys, same arithmetic, same `mctx.Tree`) whose backup loops over the batch
+at once and writes only the B entries it changes (scatter into the carry, done in place by XLA).
+tests/test_search_tree.py checks that it builds the identical tree to `mctx.search`.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+Tree = mctx.Tree
+
+
+def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
+           recurrent_fn: mctx.RecurrentFn,
+           root_action_selection_fn: mctx.RootActionSelectionFn,
+           interior_action_selection_fn: mctx.InteriorActionSelectionFn,
+           num_simulations: int, max_depth: Optional[int] = None,
+           invalid_actions: Optional[jax.Array] = None, extra_data: Any = None) -> Tree:
+    """Drop-in for `mctx.search` (same arguments and result, `Tree` of shape [B, nodes, A])."""
+    batch = root.value.shape[0]
+    max_depth = num_simulations if max_depth is None else max_depth
+    if invalid_actions is None:
+        invalid_actions = jnp.zeros_like(root.prior_logits)
+
+    def select(key, tree, node, depth):
+        return jax.lax.cond(depth == 0,
+                            lambda: root_action_selection_fn(key, tree, node),
+                            lambda: interior_action_selection_fn(key, tree, node, depth))
+
+    def body(sim, carry):
+        rng_key, tree = carry
+        rng_key, simulate_key, expand_key = jax.random.split(rng_key, 3)
+        parent, action = _simulate(jax.random.split(simulate_key, batch), tree, select, max_depth)
+        child = tree.children_index[jnp.arange(batch), parent, action]
+        child = jnp.where(child == Tree.UNVISITED, sim + 1, child)  # node i is born at simulation i
+        tree = _expand(params, expand_key, tree, recurrent_fn, parent, action, child)
+        return rng_key, _backup(tree, child)
+
+    tree = _new_tree(root, num_simulations, invalid_actions, extra_data)
+    _, tree = jax.lax.fori_loop(0, num_simulations, body, (rng_key, tree))
+    return tree
+
+
+class _Walk(NamedTuple):
+    key: jax.Array
+    node: jax.Array
+    action: jax.Array
+    next_node: jax.Array
+    depth: jax.Array
+    going: jax.Array
+
+
+def _simulate(keys: jax.Array, tree: Tree, select, max_depth: int):
+    """From each root, follow `select` until an unvisited edge (or max_depth): ([B] node, [B] action)."""
+
+    def one(key, tree):
+        def step(walk):
+            key, select_key = jax.random.split(walk.key)
+            action = select(select_key, tree, walk.next_node, walk.depth)
+            next_node = tree.children_index[walk.next_node, action]
+            depth = walk.depth + 1
+            going = (next_node != Tree.UNVISITED) & (depth < max_depth)
+            return _Walk(key, walk.next_node, action, next_node, depth, going)
+
+        start = _Walk(key, jnp.int32(Tree.NO_PARENT), jnp.int32(Tree.NO_PARENT),
+                      jnp.int32(Tree.ROOT_INDEX), jnp.zeros((), tree.children_prior_logits.dtype),
+                      jnp.array(True))
+        end = jax.lax.while_loop(lambda w: w.going, step, start)
+        return end.node, end.action
+
+    return jax.vmap(one)(keys, tree)
+
+
+def _expand(params, rng_key, tree: Tree, recurrent_fn, parent, action, child) -> Tree:
+    """Evaluates the B new leaves and links them under (parent, action). All arguments [B]."""
+    rows = jnp.arange(parent.shape[0])
+    embedding = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
+    step, embedding = recurrent_fn(params, rng_key, action, embedding)
+    tree = _write_node(tree, child, step.prior_logits, step.value, embedding)
+    return tree.replace(
+        children_index=tree.children_index.at[rows, parent, action].set(child),
+        children_rewards=tree.children_rewards.at[rows, parent, action].set(step.reward),
+        children_discounts=tree.children_discounts.at[rows, parent, action].set(step.discount),
+        parents=tree.parents.at[rows, child].set(parent),
+        action_from_parent=tree.action_from_parent.at[rows, child].set(action))
+
+
+def _write_node(tree: Tree, node, prior_logits, value, embedding) -> Tree:
+    rows = jnp.arange(node.shape[0])
+    visits = tree.node_visits[rows, node] + 1  # with max_depth a leaf can be expanded again
+    return tree.replace(
+        children_prior_logits=tree.children_prior_logits.at[rows, node].set(prior_logits),
+        raw_values=tree.raw_values.at[rows, node].set(value),
+        node_values=tree.node_values.at[rows, node].set(value),
+        node_visits=tree.node_visits.at[rows, node].set(visits),
+        embeddings=jax.tree.map(lambda t, s: t.at[rows, node].set(s), tree.embeddings, embedding))
+
+
+def _backup(tree: Tree, leaf) -> Tree:
+    """Backs each leaf value [B] up to its root, one tree level per iteration for the whole batch.
+
+    Rows already at their root keep stepping with a no-op write (their root's own values).
+    """
+    rows = jnp.arange(leaf.shape[0])
+
+    def step(carry):
+        tree, value, node = carry
+        moving = node != Tree.ROOT_INDEX
+        parent = jnp.where(moving, tree.parents[rows, node], Tree.ROOT_INDEX)
+        action = jnp.where(moving, tree.action_from_parent[rows, node], 0)
+        count = tree.node_visits[rows, parent]
+        value_up = (tree.children_rewards[rows, parent, action]
+                    + tree.children_discounts[rows, parent, action] * value)
+        parent_value = (tree.node_values[rows, parent] * count + value_up) / (count + 1.0)
+        keep = lambda new, old: jnp.where(moving, new, old)
+        tree = tree.replace(
+            node_values=tree.node_values.at[rows, parent].set(
+                keep(parent_value, tree.node_values[rows, parent])),
+            node_visits=tree.node_visits.at[rows, parent].set(keep(count + 1, count)),
+            children_values=tree.children_values.at[rows, parent, action].set(
+                keep(tree.node_values[rows, node], tree.children_values[rows, parent, action])),
+            children_visits=tree.children_visits.at[rows, parent, action].set(
+                keep(tree.children_visits[rows, parent, action] + 1,
+                     tree.children_visits[rows, parent, action])))
+        return tree, keep(value_up, value), parent
+
+    start = (tree, tree.node_values[rows, leaf], leaf.astype(jnp.int32))
+    tree, _, _ = jax.lax.while_loop(lambda c: jnp.any(c[2] != Tree.ROOT_INDEX), step, start)
+    return tree
+
+
+def _new_tree(root: mctx.RootFnOutput, num_simulations: int, invalid_actions, extra_data) -> Tree:
+    """An empty tree [B, num_simulations + 1 nodes, A] with the root written at node 0."""
+    batch, num_actions = root.prior_logits.shape
+    nodes = (batch, num_simulations + 1)
+    edges = nodes + (num_actions,)
+    dtype = root.value.dtype
+    tree = Tree(
+        node_visits=jnp.zeros(nodes, jnp.int32),
+        raw_values=jnp.zeros(nodes, dtype),
+        node_values=jnp.zeros(nodes, dtype),
+        parents=jnp.full(nodes, Tree.NO_PARENT, jnp.int32),
+        action_from_parent=jnp.full(nodes, Tree.NO_PARENT, jnp.int32),
+        children_index=jnp.full(edges, Tree.UNVISITED, jnp.int32),
+        children_prior_logits=jnp.zeros(edges, root.prior_logits.dtype),
+        children_values=jnp.zeros(edges, dtype),
+        children_visits=jnp.zeros(edges, jnp.int32),
+        children_rewards=jnp.zeros(edges, dtype),
+        children_discounts=jnp.zeros(edges, dtype),
+        embeddings=jax.tree.map(lambda x: jnp.zeros(nodes + x.shape[1:], x.dtype), root.embedding),
+        root_invalid_actions=invalid_actions,
+        extra_data=extra_data)
+    root_node = jnp.full((batch,), Tree.ROOT_INDEX, jnp.int32)
+    return _write_node(tree, root_node, root.prior_logits, root.value, root.embedding)
