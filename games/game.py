@@ -56,7 +56,10 @@ class Game:
 
     def init(self, keys: jax.Array) -> State:
         """keys [B, 2] -> B initial states (pgx picks at random which player id moves first)."""
-        return self._init(keys)
+        states = self._init(keys)
+        if self.spec.pgx_id == "chess":
+            states = _fix_chess_start_hash(states)
+        return states
 
     def step(self, states: State, actions: jax.Array) -> State:
         """Plays actions [B] (pgx ids); a game reaching `max_plies` is truncated as a draw.
@@ -94,6 +97,17 @@ class Game:
     def plies(self, states: State) -> jax.Array:
         """[B] int32 plies played."""
         return states._step_count
+
+
+def _fix_chess_start_hash(states: State) -> State:
+    """pgx 2.6 seeds the repetition history with a hard-coded hash of the start position that
+    differs from its own Zobrist hash under this jax (its random tables changed), so a return to
+    the start position would not count towards threefold repetition. Store the real hash."""
+    from pgx._src.games.chess import GameState, _zobrist_hash
+
+    x = states._x
+    start = _zobrist_hash(GameState())
+    return states.replace(_x=x._replace(hash_history=x.hash_history.at[:, 0].set(start)))
 
 
 def make(name: str) -> Game:
