@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from configs.loader import ConfigError, load
 from distill.config import DistillConfig
@@ -21,9 +22,14 @@ def _annotate(cfg: DistillConfig) -> dict:
 
     a = cfg.annotate
     boards = sample_boards([data_file(p) for p in a.pgn], a.sampler, a.seed, a.max_boards)
-    return annotate(boards, a.out_dir, engine_path=a.engine, workers=a.workers,
-                    nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
-                    shard_size=a.shard_size)
+    out = annotate(boards, a.out_dir, engine_path=a.engine, workers=a.workers,
+                   nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
+                   shard_size=a.shard_size)
+    # one line per (resumed) run, beside the shards: what bench/distill.py reports as boards/minute
+    with open(Path(a.out_dir) / "annotate_runs.jsonl", "a") as f:
+        f.write(json.dumps({**out, "workers": a.workers, "nodes_per_move": a.nodes_per_move,
+                            "time_per_move": a.time_per_move}) + "\n")
+    return out
 
 
 def _train(cfg: DistillConfig) -> dict:

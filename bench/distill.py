@@ -7,7 +7,7 @@ evaluation reports of the evidence runs (students vs random and Stockfish baseli
 Annotation: `--boards` boards of the preset's PGNs annotated into a temporary directory at the
 preset's Stockfish limit (one engine worker, as the preset). Training: `--steps` steps of the CPU
 preset's AV and BC students on the preset's records (steps/s after the first, compiling, step).
-Runs: every `*/train.json` (steps/s of the evidence trainings) and `eval_*.json` (written by
+Runs: the annotation runs of the preset's out_dir (`annotate_runs.jsonl`), every `*/train.json` (steps/s of the evidence trainings) and `eval_*.json` (written by
 `distill.py evaluate`: action accuracy, Kendall's tau, puzzle accuracy) under `--runs`.
 Prints ONE JSON object.
 """
@@ -70,6 +70,11 @@ def collect_reports(runs: Path) -> dict:
     return out
 
 
+def collect_annotation_runs(records: Path) -> list:
+    path = records / "annotate_runs.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 def collect_training(runs: Path) -> dict:
     keep = ("target", "steps", "seconds", "steps_per_second", "examples_per_second", "batch_size",
             "train_boards", "train_pairs", "final_train_loss", "test_loss_ema")
@@ -95,6 +100,7 @@ def main() -> None:
             result["training"] = {t: bench_training(cfg, t, args.steps) for t in ("av", "bc")}
         else:
             result["training"] = {"skipped": f"no records at {cfg.data.records}: run distill.py annotate"}
+    result["annotation_runs"] = collect_annotation_runs(Path(cfg.annotate.out_dir))
     result["training_runs"] = collect_training(Path(args.runs))
     result["evaluations"] = collect_reports(Path(args.runs))
     print(json.dumps(result, indent=1))

@@ -123,3 +123,20 @@ def test_bad_records_and_missing_dirs_raise_clear_errors(tmp_path):
             w.write({"fen": "x"})
         with pytest.raises(ValueError, match="equal length"):
             w.write({**_rec(0), "values": [0.5]})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "--set", "train.bogus=1"], "unknown config key 'train.bogus'"),
+    (["evaluate", "--set", "evaluate.checkpoint=/nonexistent/run"], "no student checkpoint"),
+    (["annotate", "--set", "annotate.pgn=[nope.pgn]"], "nope.pgn not found"),
+])
+def test_cli_errors_are_one_line(args, message):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, str(root / "distill.py"), *args], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
