@@ -160,7 +160,8 @@ def ucis_to_pgx_actions(ucis: Iterable[str], white_to_move) -> np.ndarray:
 
 
 def legal_moves_of_mask(mask, board: chess.Board) -> list[chess.Move]:
-    """pgx legal mask [4672] of the position `board` -> the `chess.Move`s it allows."""
+    """pgx legal mask [4672] of the position `board` -> the `chess.Move`s it allows (for a
+    non-terminal state: pgx sets every action legal once a game is over)."""
     return [pgx_action_to_move(a, board) for a in np.flatnonzero(np.asarray(mask))]
 
 

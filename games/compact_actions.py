@@ -35,7 +35,8 @@ assert len(COMPACT_TO_PGX) == NUM_COMPACT_ACTIONS, len(COMPACT_TO_PGX)
 
 # --- jittable maps (jnp; work on any leading batch shape) --------------------------------------
 def legal_mask(pgx_mask: jnp.ndarray) -> jnp.ndarray:
-    """pgx legal mask [..., 4672] bool -> compact legal mask [..., 1858] bool (jittable)."""
+    """pgx legal mask [..., 4672] bool -> compact legal mask [..., 1858] bool (jittable).
+    Terminal states come out all-true, as pgx's own mask."""
     return jnp.take(pgx_mask, jnp.asarray(COMPACT_TO_PGX), axis=-1)
 
 
