@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import math
 import os
 import sys
 from pathlib import Path

@@ -3,7 +3,6 @@ import math
 import random
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
