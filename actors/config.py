@@ -15,6 +15,7 @@ class ActorConfig:
     plies_per_call: int = 8  # plies an actor plays per call before reporting (games stream as they end)
     resign_threshold: float = -0.9  # resign when the root value and every move's Q are below this (AlphaZero -0.9)
     resign_min_plies: int = 0  # never resign before this ply
+    resign_after_version: int = 0  # resign only with parameters of this learner step or later (an untrained value head is noise)
     resign_disabled_fraction: float = 0.1  # games that never resign, to measure resignation false positives
     resign_enabled: bool = True  # turn resignation off altogether
 

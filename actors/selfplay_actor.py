@@ -149,7 +149,8 @@ class SelfPlayActor:
             visited = q[b, :n][visits[b, :n] > 0]  # child Q (side to move) of the searched moves
             best = visited.max() if visited.size else v[b]
             hopeless = v[b] < self.cfg.resign_threshold and best < self.cfg.resign_threshold
-            if self.cfg.resign_enabled and hopeless and ply >= self.cfg.resign_min_plies:
+            active = self.cfg.resign_enabled and self.version >= self.cfg.resign_after_version
+            if active and hopeless and ply >= self.cfg.resign_min_plies:
                 if log.resign_disabled:
                     if log.would_resign < 0:
                         log.would_resign = int(to_play[b])

@@ -1,0 +1,145 @@
+"""Strength of a connect-four self-play run: win rate against a random player and a depth-limited
+alpha-beta player (written here), as either colour. Prints ONE JSON object.
+
+    .venv/bin/python selfplay.py --config configs/connect_four.yaml --set max_minutes=20
+    .venv/bin/python bench/connect_four_strength.py --run runs/connect_four --depth 4
+
+The agent is the run's latest network (runs/<name>/network) with the run's search, played
+deterministically (no Gumbel noise, no temperature). Alpha-beta: negamax to `depth` plies with a
+window-count heuristic, random among equally good moves.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+import games  # noqa: E402
+from configs.loader import from_dict  # noqa: E402
+from learner.selfplay_config import SelfPlayConfig  # noqa: E402
+from models import checkpoint as network_checkpoint  # noqa: E402
+from search import make_search  # noqa: E402
+
+ROWS, COLS = 6, 7
+WINDOWS = ([[(r, c + i) for i in range(4)] for r in range(ROWS) for c in range(COLS - 3)]
+           + [[(r + i, c) for i in range(4)] for r in range(ROWS - 3) for c in range(COLS)]
+           + [[(r + i, c + i) for i in range(4)] for r in range(ROWS - 3) for c in range(COLS - 3)]
+           + [[(r + 3 - i, c + i) for i in range(4)] for r in range(ROWS - 3) for c in range(COLS - 3)])
+
+
+def _drop(board: np.ndarray, col: int, who: int) -> np.ndarray | None:
+    """board [6, 7] (0 empty, 1 side to move, 2 opponent; row 5 = bottom) with a piece in col."""
+    rows = np.flatnonzero(board[:, col] == 0)
+    if rows.size == 0:
+        return None
+    b = board.copy()
+    b[rows[-1], col] = who
+    return b
+
+
+def _wins(board: np.ndarray, who: int) -> bool:
+    return any(all(board[r, c] == who for r, c in w) for w in WINDOWS)
+
+
+def _heuristic(board: np.ndarray) -> float:
+    score = 0.0
+    for w in WINDOWS:
+        cells = [board[r, c] for r, c in w]
+        mine, theirs = cells.count(1), cells.count(2)
+        if theirs == 0:
+            score += (0, 1, 4, 16, 0)[mine]
+        elif mine == 0:
+            score -= (0, 1, 4, 16, 0)[theirs]
+    return score
+
+
+def _negamax(board, depth, alpha, beta) -> float:
+    """Value for the side to move (1) of `board`."""
+    if _wins(board, 2):
+        return -1e6 - depth
+    moves = [c for c in range(COLS) if board[0, c] == 0]
+    if not moves:
+        return 0.0
+    if depth == 0:
+        return _heuristic(board)
+    best = -np.inf
+    for c in sorted(moves, key=lambda c: abs(c - 3)):
+        child = _drop(board, c, 1)
+        swapped = np.where(child == 1, 2, np.where(child == 2, 1, 0))
+        best = max(best, -_negamax(swapped, depth - 1, -beta, -alpha))
+        alpha = max(alpha, best)
+        if alpha >= beta:
+            break
+    return best
+
+
+def alphabeta_move(board: np.ndarray, depth: int, rng) -> int:
+    scores = {}
+    for c in range(COLS):
+        child = _drop(board, c, 1)
+        if child is not None:
+            swapped = np.where(child == 1, 2, np.where(child == 2, 1, 0))
+            scores[c] = -_negamax(swapped, depth - 1, -np.inf, np.inf)
+    best = max(scores.values())
+    return int(rng.choice([c for c, s in scores.items() if s >= best - 1e-9]))
+
+
+def play(agent_search, variables, game, opponent, num_games: int, agent_first: bool, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    states = game.init(jax.random.split(jax.random.PRNGKey(seed), num_games))
+    agent = np.asarray(states.current_player) if agent_first else 1 - np.asarray(states.current_player)
+    step = jax.jit(game.step)
+    for ply in range(game.spec.max_plies):
+        done = np.asarray(game.terminal(states))
+        if done.all():
+            break
+        out = agent_search(variables, states, jax.random.PRNGKey(ply))
+        obs = np.asarray(game.observe(states))
+        legal = np.asarray(game.legal_mask(states))
+        to_move = np.asarray(states.current_player)
+        actions = np.asarray(out.action).copy()
+        for b in np.flatnonzero(~done & (to_move != agent)):
+            board = obs[b, ..., 0] * 1 + obs[b, ..., 1] * 2
+            actions[b] = rng.choice(np.flatnonzero(legal[b])) if opponent is None else opponent(board, rng)
+        states = step(states, jnp.asarray(np.maximum(actions, 0)))
+    reward = np.asarray(states.rewards)[np.arange(num_games), agent]
+    return {"wins": int((reward > 0).sum()), "draws": int((reward == 0).sum()), "losses": int((reward < 0).sum())}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--run", default="runs/connect_four", help="run directory of a connect_four self-play run")
+    p.add_argument("--depth", type=int, default=4, help="alpha-beta search depth (plies)")
+    p.add_argument("--random-games", type=int, default=100, help="games per colour against random")
+    p.add_argument("--alphabeta-games", type=int, default=20, help="games per colour against alpha-beta")
+    args = p.parse_args()
+    cfg = from_dict(SelfPlayConfig, yaml.safe_load(open(os.path.join(args.run, "config.yaml"))))
+    ckpt = network_checkpoint.load(os.path.join(args.run, "network"))
+    net = ckpt.module()
+    game = games.make("connect_four")
+    search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False)
+    search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
+    result = {"run": args.run, "step": ckpt.metadata.get("step"),
+              "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth}
+    ab = lambda board, rng: alphabeta_move(board, args.depth, rng)
+    for name, opponent, n in (("random", None, args.random_games), ("alphabeta", ab, args.alphabeta_games)):
+        for first in (True, False):
+            r = play(search, ckpt.variables, game, opponent, n, first, seed=int(first))
+            result[f"vs_{name}_{'first' if first else 'second'}"] = r
+        total = [result[f"vs_{name}_first"], result[f"vs_{name}_second"]]
+        result[f"win_rate_vs_{name}"] = sum(t["wins"] for t in total) / (2 * n)
+        result[f"score_vs_{name}"] = sum(t["wins"] + 0.5 * t["draws"] for t in total) / (2 * n)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
