@@ -55,7 +55,8 @@ class Agent:
 
     def select(self, board: chess.Board, limit: Limit | None = None,
                stop: threading.Event | None = None) -> tuple[chess.Move, dict[str, Any]]:
-        """Picks a legal move for `board` (not modified) and returns it with search info."""
+        """Picks a legal move for `board` and returns it with search info. The board must be
+        left as it was (push/pop pairs are fine; copy it to keep it)."""
         raise NotImplementedError
 
     def reset(self) -> None:

@@ -61,6 +61,26 @@ _OUTCOME_NAMES = {
 }
 
 
+def _fingerprint(board: chess.Board) -> tuple:
+    """Cheap identity of a position with its history length (to catch agents moving on it)."""
+    return (len(board.move_stack), board.turn, board.pawns, board.knights, board.bishops,
+            board.rooks, board.queens, board.kings, board.occupied_co[chess.WHITE])
+
+
+def _rules_ending(board: chess.Board) -> tuple[str, str] | None:
+    """(result, termination) when the rules end the game. Draws are claimed as soon as the
+    position occurs the third time or the 50-move counter reaches 100 plies, as pgx (and so
+    self-play) ends them; python-chess's claim_draw also looks one move ahead and is far slower."""
+    outcome = board.outcome(claim_draw=False)
+    if outcome is not None:
+        return outcome.result(), _OUTCOME_NAMES.get(outcome.termination, "rules")
+    if board.halfmove_clock >= 100:
+        return "1/2-1/2", "50-move rule"
+    if board.is_repetition(3):
+        return "1/2-1/2", "threefold repetition"
+    return None
+
+
 def _comment(info: dict, seconds: float) -> str:
     """cutechess-style move comment: the mover's score in pawns, depth, and the time taken."""
     if "mate" in info:
@@ -115,19 +135,28 @@ def play_game(white: Agent, black: Agent, opening: Opening, rules: Adjudication 
     adjudicator = _Adjudicator(rules)
     thinking = {chess.WHITE: 0.0, chess.BLACK: 0.0}
     comments: list[str] = []
+    moves_played: list[chess.Move] = []
     result, termination = None, None
     while result is None:
-        outcome = board.outcome(claim_draw=True)
-        if outcome is not None:
-            result, termination = outcome.result(), _OUTCOME_NAMES.get(outcome.termination, "rules")
+        ended = _rules_ending(board)
+        if ended is not None:
+            result, termination = ended
             break
         if len(board.move_stack) >= rules.max_plies:
             result, termination = "1/2-1/2", "max plies"
             break
         agent = white if board.turn == chess.WHITE else black
         t0 = time.perf_counter()
+        position = _fingerprint(board)
         try:
-            move, info = agent.select(board.copy(), limit)
+            # The board itself, not a copy (copying the move stack every ply is quadratic);
+            # the Agent contract is to leave it as it was.
+            move, info = agent.select(board, limit)
+            if _fingerprint(board) != position:
+                board = opening.board()  # rebuild the true position for the record
+                for played in moves_played:
+                    board.push(played)
+                raise RuntimeError("the agent changed the board it was given")
         except Exception as e:  # an agent crash loses the game instead of killing the match
             result = "0-1" if board.turn == chess.WHITE else "1-0"
             termination = f"error: {agent.name}: {type(e).__name__}: {e}"[:200]
@@ -139,6 +168,7 @@ def play_game(white: Agent, black: Agent, opening: Opening, rules: Adjudication 
             termination = f"illegal move {move} by {agent.name}"
             break
         board.push(move)
+        moves_played.append(move)
         comments.append(_comment(info, seconds))
         verdict = adjudicator.verdict(board, info)
         if verdict is not None:

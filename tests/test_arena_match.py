@@ -95,11 +95,22 @@ class _Crash(Agent):
         raise RuntimeError("boom")
 
 
+class _Meddler(Agent):
+    name = "meddler"
+
+    def select(self, board, limit=None, stop=None):
+        move = next(iter(board.legal_moves))
+        board.push(move)  # moves on the shared board: not allowed
+        return move, {}
+
+
 def test_illegal_moves_and_crashes_lose_the_game():
     record = play_game(_Illegal(), make_agent("random"), START)
     assert record.result == "0-1" and "illegal move e2e5 by cheater" in record.termination
     record = play_game(make_agent("random:seed=1"), _Crash(), START)
     assert record.result == "1-0" and "crasher: RuntimeError: boom" in record.termination
+    record = play_game(_Meddler(), make_agent("random"), START)
+    assert record.result == "0-1" and "changed the board" in record.termination
     assert not chess.pgn.read_game(io.StringIO(record.pgn)).errors
 
 
