@@ -26,6 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+# Imported here, not lazily: importing pgx inside a jit trace would turn its tables into tracers.
+from games import chess_bridge, compact_actions, uci_vocab
+
 NUM_PAIRS = 64 * 64
 NUM_UNDERPROMOTIONS = 8 * 8 * 3
 NEVER = NUM_PAIRS + NUM_UNDERPROMOTIONS  # index of the constant filler logit
@@ -78,8 +81,7 @@ def uci_pair_indices(ucis: Sequence[str], mirror: bool = False) -> np.ndarray:
 @functools.lru_cache(maxsize=None)
 def pgx_index() -> np.ndarray:
     """[4672] pair-space index of each pgx chess action (pgx actions are in the side-to-move frame)."""
-    from games import chess_bridge as cb
-
+    cb = chess_bridge
     white = cb.WHITE  # white's frame is the side-to-move frame
     out = np.full(cb.NUM_PGX_ACTIONS, NEVER, np.int32)
     for action in range(cb.NUM_PGX_ACTIONS):
@@ -105,8 +107,6 @@ def gather_by_colour(pair_logits: jax.Array, index: np.ndarray, is_black: jax.Ar
 @functools.lru_cache(maxsize=None)
 def compact_index() -> np.ndarray:
     """[1858] pair-space index of the compact moves (games/compact_actions.py, side-to-move frame)."""
-    from games import compact_actions
-
     out = uci_pair_indices(list(compact_actions.COMPACT_UCI))
     out.setflags(write=False)
     return out
@@ -116,8 +116,6 @@ def compact_index() -> np.ndarray:
 def vocab_index() -> np.ndarray:
     """[2, 1968] pair-space index of the searchless vocabulary (games/uci_vocab.py, absolute UCI):
     row 0 for white to move, row 1 for black (ranks mirrored into black's frame)."""
-    from games import uci_vocab
-
     moves = list(uci_vocab.MOVES)
     out = np.stack([uci_pair_indices(moves), uci_pair_indices(moves, mirror=True)])
     out.setflags(write=False)
