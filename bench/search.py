@@ -124,9 +124,10 @@ def naive_search(game, apply_fn, config: SearchConfig, return_tree=False):
 
 
 # --------------------------------------------------------------------------------------------
-def _tree_bytes(fn, *args) -> int:
-    shapes = jax.eval_shape(fn, *args)
-    return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes[1])))
+def _tree_bytes(tree_fn, *args) -> int:
+    """Bytes of the mctx.Tree that tree_fn(*args) builds (all its arrays, embeddings included)."""
+    shapes = jax.eval_shape(tree_fn, *args)
+    return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes)))
 
 
 def _time(compiled, args, budget_s: float, max_repeats: int) -> float:
@@ -201,7 +202,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="batch 8 x {32, 128} only")
     parser.add_argument("--policies", default="puct,gumbel")
     parser.add_argument("--naive-all", action="store_true", help="also run the slow naive cells")
-    parser.add_argument("--repeats", type=int, default=5, help="timed searches per cell (max)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed searches per cell (max)")
     args = parser.parse_args(argv)
 
     game = games.make("chess")
@@ -226,14 +227,14 @@ def main(argv=None):
             states = positions(game, batch)
             config = SearchConfig(policy=policy, num_simulations=sims)
             ours_fn = search.make_search(game, apply_fn, config)
-            tree_fn = search.make_search_tree(game, apply_fn, config)
-            budget = 20.0
+            tree_fn = lambda *a, f=search.make_search_tree(game, apply_fn, config): f(*a)[0]
+            budget = 10.0  # seconds of timed repeats per cell (at least one)
             entry = {"slots": measure(ours_fn, tree_fn, params, states, key, sims, budget, args.repeats)}
             if cell in {f"{b}x{s}" for b, s in NAIVE_SKIP} and not args.naive_all:
                 entry["naive"] = {"skipped": NAIVE_SKIP[(batch, sims)]}
             else:
                 naive = naive_search(game, apply_fn, config)
-                naive_tree = naive_search(game, apply_fn, config, return_tree=True)
+                naive_tree = lambda *a, f=naive_search(game, apply_fn, config, True): f(*a)[1]
                 entry["naive"] = measure(naive, naive_tree, params, states, key, sims, budget,
                                          max(1, args.repeats // 2))
                 entry["speedup_vs_naive"] = round(
@@ -242,9 +243,10 @@ def main(argv=None):
             print(f"[{time.perf_counter() - started:6.0f}s] {policy} {cell}: {json.dumps(entry)}",
                   file=sys.stderr, flush=True)
         if not args.quick:
-            per_policy["per_simulation_cost_8x800_over_8x32"] = round(
-                per_policy["8x800"]["slots"]["ms_per_simulation_step"]
-                / per_policy["8x32"]["slots"]["ms_per_simulation_step"], 2)
+            cost = lambda cell: per_policy[cell]["slots"]["ms_per_simulation_step"]
+            per_policy["per_simulation_cost_ratio"] = {  # 1.0 = flat in the number of simulations
+                "8x800_over_8x32": round(cost("8x800") / cost("8x32"), 2),
+                "8x128_over_8x32": round(cost("8x128") / cost("8x32"), 2)}
         result[policy] = per_policy
 
     # Share of search time spent in the network + pgx steps at 32 x 128 (PUCT).
@@ -252,7 +254,7 @@ def main(argv=None):
     states = positions(game, batch)
     config = SearchConfig(policy="puct", num_simulations=sims)
     whole = measure(search.make_search(game, apply_fn, config),
-                    search.make_search_tree(game, apply_fn, config),
+                    lambda *a, f=search.make_search_tree(game, apply_fn, config): f(*a)[0],
                     params, states, key, sims, 30.0, 3)
     env_net = env_network_seconds(game, apply_fn, params, states, sims)
     result["share_env_network"] = {

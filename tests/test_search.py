@@ -185,3 +185,82 @@ def test_puct_matches_python_reference_node_for_node(q_transform):
         for s in ref.children:
             assert float(out.child_q[b, s]) == pytest.approx(ref.q(s), abs=1e-5)
         assert int(out.action[b]) == legal[int(np.argmax(visits))]  # greedy: temperature_plies=0
+
+
+def test_config_rejects_bad_values_with_the_field_name():
+    for field, value in [("policy", "alphabeta"), ("q_transform", "x"), ("num_simulations", 0),
+                         ("dirichlet_fraction", 1.5), ("temperature", 0.0), ("dirichlet_alpha", -1.0)]:
+        with pytest.raises(ValueError, match=field):
+            SearchConfig(**{field: value})
+
+
+def test_slot_tables_gather_and_scatter_round_trip():
+    mask = jnp.array([[False, True, False, True, True], [False] * 5])
+    table = slots.slot_actions(mask, 4)
+    np.testing.assert_array_equal(table, [[1, 3, 4, -1], [-1, -1, -1, -1]])
+    values = jnp.arange(10.0).reshape(2, 5)
+    np.testing.assert_array_equal(slots.gather(values, table, -7.0), [[1, 3, 4, -7], [-7] * 4])
+    back = search.scatter_slots(jnp.array([[0.1, 0.2, 0.7, 9.0], [9.0] * 4]), table, 5)
+    np.testing.assert_allclose(back, [[0, 0.1, 0, 0.2, 0.7], [0] * 5])
+    prior = slots.prior_logits(values, table)
+    np.testing.assert_array_equal(prior[0, :3], [-3.0, -1.0, 0.0])
+    assert bool(slots.is_empty(prior[0, 3])) and bool(slots.is_empty(prior[1]).all())
+
+
+def test_dirichlet_noise_touches_legal_slots_only():
+    table = jnp.array([[0, 4, 6, -1, -1, -1], [2, -1, -1, -1, -1, -1]])
+    prior = slots.prior_logits(jnp.zeros((2, 9)), table)
+    noisy = noise.add_dirichlet(jax.random.PRNGKey(0), prior, alpha=0.3, fraction=0.25)
+    empty = np.asarray(table) == -1
+    np.testing.assert_array_equal(np.asarray(noisy)[empty], slots.EMPTY_LOGIT)
+    probs = np.asarray(jax.nn.softmax(noisy))
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-6)
+    assert probs[0, :3].min() >= 0.75 / 3 - 1e-6 and np.abs(probs[0, :3] - 1 / 3).max() > 1e-3
+    assert probs[1, 0] == pytest.approx(1.0)  # one legal move keeps all the mass
+
+
+def test_temperature_samples_in_proportion_to_visits_then_plays_greedy():
+    states = TTT.init(jax.random.split(jax.random.PRNGKey(0), 512))
+    base = dict(num_simulations=24, root_noise=False)
+    sample = search.make_search(TTT, zero_network(TTT), SearchConfig(temperature_plies=30, **base))
+    out = sample(None, states, jax.random.PRNGKey(1))
+    visits = np.asarray(out.visit_counts[0])
+    assert (np.asarray(out.visit_counts) == visits).all()  # same position, no noise: same tree
+    freq = np.bincount(np.asarray(out.action), minlength=9) / 512
+    np.testing.assert_allclose(freq, visits / visits.sum(), atol=0.07)
+    np.testing.assert_allclose(out.policy_target[0], visits / visits.sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["puct", "gumbel"])
+def test_no_empty_slot_visited_at_any_depth(policy):
+    """connect_four random positions: every visited edge of every node is a legal move there."""
+    game = games.make("connect_four")
+    states = game.init(jax.random.split(jax.random.PRNGKey(5), 48))
+    key = jax.random.PRNGKey(6)
+    for ply in range(30):  # random play; finished games stay as they are
+        key, sub = jax.random.split(key)
+        nxt = game.step(states, jax.random.categorical(sub, jnp.where(game.legal_mask(states), 0.0, -jnp.inf)))
+        stop = game.terminal(nxt) | (jnp.arange(48) % 30 < ply)
+        states = jax.tree.map(lambda a, b: jnp.where(stop.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+                              states, nxt)
+    config = SearchConfig(policy=policy, num_simulations=64, max_num_considered_actions=4)
+    out, tree = search.make_search(game, zero_network(game), config, return_tree=True)(
+        None, states, jax.random.PRNGKey(0))
+    node_slots = np.asarray(tree.embeddings.slot_actions)
+    node_masks = np.asarray(tree.embeddings.state.legal_action_mask)
+    node_over = np.asarray(tree.embeddings.state.terminated | tree.embeddings.state.truncated)
+    b, n, s = np.nonzero(np.asarray(tree.children_visits) > 0)
+    live = ~node_over[b, n]
+    assert np.asarray(tree.node_visits).max(axis=1).min() == 65
+    parents, depth = np.asarray(tree.parents), np.zeros(tree.parents.shape, int)
+    for node in range(1, depth.shape[1]):  # a node's parent was born before it
+        depth[:, node] = depth[np.arange(48), np.maximum(parents[:, node], 0)] + 1
+    assert depth[b[live], n[live]].max() >= 4  # edges deep in the tree were checked too
+    actions = node_slots[b[live], n[live], s[live]]
+    assert (actions != slots.EMPTY).all()
+    assert node_masks[b[live], n[live], actions].all()
+    legal = np.asarray(game.legal_mask(states))
+    assert legal[np.arange(48), np.asarray(out.action)].all()
+    target = np.asarray(out.policy_target)
+    np.testing.assert_allclose(target.sum(axis=1), 1.0, rtol=1e-5)
+    assert (target[np.asarray(out.slot_actions) == slots.EMPTY] == 0).all()
