@@ -98,6 +98,7 @@ def play(agent_search, variables, game, opponent, num_games: int, agent_first: b
     states = game.init(jax.random.split(jax.random.PRNGKey(seed), num_games))
     agent = np.asarray(states.current_player) if agent_first else 1 - np.asarray(states.current_player)
     step = jax.jit(game.step)
+    rewards = np.zeros((num_games, 2))  # pgx rewards are non-zero only on the step that ends a game
     for ply in range(game.spec.max_plies):
         done = np.asarray(game.terminal(states))
         if done.all():
@@ -111,7 +112,8 @@ def play(agent_search, variables, game, opponent, num_games: int, agent_first: b
             board = obs[b, ..., 0] * 1 + obs[b, ..., 1] * 2
             actions[b] = rng.choice(np.flatnonzero(legal[b])) if opponent is None else opponent(board, rng)
         states = step(states, jnp.asarray(np.maximum(actions, 0)))
-    reward = np.asarray(states.rewards)[np.arange(num_games), agent]
+        rewards += np.asarray(states.rewards)
+    reward = rewards[np.arange(num_games), agent]
     return {"wins": int((reward > 0).sum()), "draws": int((reward == 0).sum()), "losses": int((reward < 0).sum())}
 
 
