@@ -28,9 +28,11 @@ stockfish:
 	  echo "Stockfish is missing: run 'sudo apt-get install -y stockfish' (or set STOCKFISH_BIN)" >&2; exit 1; \
 	fi
 
-# A short self-play run with the embedded default config (configs/chess_cpu.yaml) on local Ray.
+# A short self-play run with the embedded default config (configs/chess_cpu.yaml) on local Ray,
+# into runs/$(RUN)/ (a new name each time; continue one with: make selfplay RUN=<name> ARGS=--resume).
+RUN ?= chess_cpu-$(shell date +%Y%m%d-%H%M%S)
 selfplay: $(STAMP)
-	$(PY) selfplay.py --config configs/chess_cpu.yaml $(ARGS)
+	$(PY) selfplay.py --config configs/chess_cpu.yaml --set name=$(RUN) $(ARGS)
 
 test: $(STAMP) stockfish
 	$(PY) -m pytest -q $(ARGS)
