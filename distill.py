@@ -49,11 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=sorted(COMMANDS))
     parser.add_argument("--config", default=None, help="YAML preset, e.g. configs/distill_cpu.yaml")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="dotted overrides, e.g. train.max_steps=100")
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="dotted overrides, e.g. --set train.max_steps=100 target=bc (repeatable)")
     args = parser.parse_args(argv)
     try:
         cfg = load(DistillConfig, args.config, args.set)
+        from configs.runtime import enable_compilation_cache
+        enable_compilation_cache()
         result = COMMANDS[args.command](cfg)
     except (ConfigError, FileNotFoundError, ValueError) as e:
         print(f"distill.py {args.command}: error: {e}", file=sys.stderr)

@@ -20,7 +20,7 @@ from learner.selfplay_config import SelfPlayConfig  # noqa: F401  (the config ty
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="YAML preset, e.g. configs/chess_cpu.yaml")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="override one config value (dotted key), repeatable: --set learner.batch_size=128")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--resume", action="store_true", help="continue runs/<name>/ from its last checkpoint")
@@ -35,6 +35,8 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"selfplay.py: config error: {e}", file=sys.stderr)
         return 2
+    from configs.runtime import enable_compilation_cache
+    enable_compilation_cache()  # the driver's and (through the environment) the actors' compiles
     from learner.driver import RunError, run  # heavy imports only once the config is valid
     from replay.record import RecordError
 
