@@ -10,6 +10,7 @@ action axis inside the jitted step; log p is taken over the legal moves only.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -93,7 +94,7 @@ def make_train_step(net, cfg: LearnerConfig, num_actions: int):
     optimizer = make_optimizer(cfg)
     schedule = learning_rate(cfg)
 
-    @jax.jit
+    @functools.partial(jax.jit, donate_argnums=0)  # the old state's buffers are reused in place
     def step(state: TrainState, batch: dict):
         grad_fn = jax.grad(loss_and_metrics, has_aux=True)
         grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, num_actions, batch)
