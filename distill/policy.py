@@ -23,6 +23,7 @@ import numpy as np
 from distill import encoding, engine as engine_lib
 from distill.config import PolicyConfig
 from distill.losses import expected_bin_value
+from distill.one_ply import one_ply_values
 from models import checkpoint as model_checkpoint
 
 BUCKETS = (8, 16, 32, 64, 128, 256)  # padded batch sizes: few jit compilations
@@ -133,20 +134,7 @@ class StudentPlayer(_Chooser):
         return moves, self._successor_scores(board, moves)
 
     def _successor_scores(self, board: chess.Board, moves: list[chess.Move]) -> np.ndarray:
-        scores = np.full(len(moves), np.nan)
-        successors, rows = [], []
-        for i, move in enumerate(moves):
-            board.push(move)
-            outcome = board.outcome(claim_draw=False)
-            if outcome is not None:
-                scores[i] = 0.5 if outcome.winner is None else 1.0
-            else:
-                successors.append(board.copy())
-                rows.append(i)
-            board.pop()
-        if successors:
-            scores[rows] = 1.0 - self._board_values(successors)
-        return scores
+        return one_ply_values(board, moves, self._board_values)
 
 
 class RandomPlayer(_Chooser):

@@ -16,6 +16,7 @@ import chess
 import numpy as np
 from rich.progress import track
 
+from distill.one_ply import one_ply_values
 from distill.records import ShardWriter, build_index, iter_records
 
 Teacher = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
@@ -28,21 +29,10 @@ def complete_record(rec: dict, teacher: Teacher) -> dict:
         raise ValueError(f"record {rec.get('game')}/{rec.get('ply')} has no visit distribution")
     board = chess.Board(rec["fen"])
     values = list(rec["values"])
-    succ, rows = [], []
-    for i, (uci, share) in enumerate(zip(rec["moves"], policy)):
-        if share > 0:
-            continue
-        board.push_uci(uci)
-        outcome = board.outcome(claim_draw=False)
-        if outcome is not None:
-            values[i] = 0.5 if outcome.winner is None else 1.0
-        else:
-            succ.append(board.copy())
-            rows.append(i)
-        board.pop()
-    if succ:
-        for i, v in zip(rows, 1.0 - np.asarray(teacher(succ), np.float64)):
-            values[i] = float(v)
+    unvisited = [i for i, share in enumerate(policy) if share <= 0]
+    scores = one_ply_values(board, [chess.Move.from_uci(rec["moves"][i]) for i in unvisited], teacher)
+    for i, v in zip(unvisited, scores):
+        values[i] = float(v)
     return {**rec, "values": values, "value_source": "search_q+teacher_one_ply"}
 
 

@@ -1,0 +1,28 @@
+"""One-ply move values: the rules' value of a finished game, else 1 - the successor's value."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import chess
+import numpy as np
+
+BoardValues = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
+
+
+def one_ply_values(board: chess.Board, moves: Sequence[chess.Move], board_values: BoardValues) -> np.ndarray:
+    """[len(moves)] win probability for the mover of each move: 1 for a mate, 0.5 for a draw by rule,
+    else 1 - board_values(successor) (one batched call for all non-terminal successors)."""
+    scores = np.full(len(moves), np.nan)
+    successors, rows = [], []
+    for i, move in enumerate(moves):
+        board.push(move)
+        outcome = board.outcome(claim_draw=False)
+        if outcome is not None:
+            scores[i] = 0.5 if outcome.winner is None else 1.0
+        else:
+            successors.append(board.copy())
+            rows.append(i)
+        board.pop()
+    if successors:
+        scores[rows] = 1.0 - np.asarray(board_values(successors), np.float64)
+    return scores
