@@ -8,9 +8,12 @@ simulations, ResNet 2x32 and 6x64, training batch 256. A ply is one batched sear
 of every game, measured as the self-play actor runs it (search, observation and targets to host,
 step). The split: network = (simulations + 1) batched network calls, env = (simulations + 1)
 batched env steps (one per simulation inside the search, one to play), tree = the rest of the ply.
-The machine is shared, so the bench also times the pgx AlphaZero example's way (stock
-`mctx.gumbel_muzero_policy` over the full 4672-action axis, same network, same env) under the same
-load, and reports our speed-up over it beside the issue's absolute figures. Prints ONE JSON object.
+The reference configs use the example's network (AlphaGo Zero's policy head: 1x1 conv to 2 planes,
+dense to 4672; value hidden width = filters); `chess_cpu` keeps AlphaZero's 73-plane chess head.
+The machine is shared, so the bench also times the pgx AlphaZero example's way under the same load
+(search: stock `mctx.gumbel_muzero_policy` over the full 4672-action axis, same network and env;
+learner: its Adam step on dense policy targets, same network) and reports our speed-ups over it
+beside the issue's absolute figures. Learner rates are the median of 3 rounds. Prints ONE JSON object.
 """
 from __future__ import annotations
 
@@ -35,11 +38,13 @@ from learner.train import init_train_state, make_train_step  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = ["game=chess", "actors.games_per_actor=64", "search.policy=gumbel",
-             "search.num_simulations=32", "learner.batch_size=256"]
+             "search.num_simulations=32", "learner.batch_size=256",
+             # the example's network: AlphaGo Zero's policy head (1x1 conv, dense to 4672), value hidden = filters
+             "network.resnet.policy_head=dense"]
 CONFIGS = {
     "chess_cpu": [],
-    "ref_2x32": REFERENCE + ["network.resnet.num_blocks=2", "network.resnet.filters=32"],
-    "ref_6x64": REFERENCE + ["network.resnet.num_blocks=6", "network.resnet.filters=64"],
+    "ref_2x32": REFERENCE + ["network.resnet.num_blocks=2", "network.resnet.filters=32", "network.resnet.value_hidden=32"],
+    "ref_6x64": REFERENCE + ["network.resnet.num_blocks=6", "network.resnet.filters=64", "network.resnet.value_hidden=64"],
 }
 
 
@@ -50,6 +55,32 @@ def _timed(fn, repeats: int) -> float:
     for _ in range(repeats):
         jax.block_until_ready(fn())
     return (time.perf_counter() - t0) / repeats
+
+
+def replay_shaped_batch(game, obs: np.ndarray, batch_size: int) -> dict:
+    """What ReplayBuffer.sample returns: observations tiled from `obs`, 20 legal moves per position."""
+    W, A = game.spec.max_legal_actions, game.spec.num_actions
+    rng = np.random.default_rng(0)
+    legal = np.full((batch_size, W), -1, np.int32)
+    legal[:, :20] = np.sort(np.stack([rng.choice(A, 20, replace=False) for _ in range(batch_size)]), axis=1)
+    policy = np.zeros((batch_size, W), np.float32)
+    policy[:, :20] = rng.dirichlet(np.ones(20), size=batch_size)
+    return {"observation": np.resize(obs, (batch_size, *obs.shape[1:])), "legal_actions": legal,
+            "policy": policy, "z": rng.choice([-1.0, 0.0, 1.0], size=batch_size).astype(np.float32)}
+
+
+def samples_per_second(step, state, batch_size: int, steps: int) -> float:
+    """Median over 3 rounds of `steps` calls of state -> step(state) (one compile call first)."""
+    state = step(state)
+    jax.block_until_ready(state)
+    rates = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            state = step(state)
+        jax.block_until_ready(state)
+        rates.append(batch_size * steps / (time.perf_counter() - t0))
+    return float(np.median(rates))
 
 
 def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) -> dict:
@@ -91,26 +122,12 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) 
     env_s = _timed(lambda: step(states, out.action), 5) * (sims + 1)
     tree_s = max(ply_s - network_s - env_s, 0.0)
 
-    # Learner: the jitted train step on a replay-shaped batch.
-    W = game.spec.max_legal_actions
-    LB = cfg.learner.batch_size
-    rng = np.random.default_rng(0)
-    legal = np.full((LB, W), -1, np.int32)
-    legal[:, :20] = np.sort(rng.choice(game.spec.num_actions, size=(LB, 20)), axis=1)
-    policy = np.zeros((LB, W), np.float32)
-    policy[:, :20] = rng.dirichlet(np.ones(20), size=LB)
-    obs_b = np.asarray(jnp.concatenate([obs] * (LB // B + 1))[:LB])
-    batch = {"observation": obs_b, "legal_actions": legal, "policy": policy,
-             "z": rng.choice([-1.0, 0.0, 1.0], size=LB).astype(np.float32)}
+    # Learner: the jitted train step on a replay-shaped batch (host arrays, as the replay actor sends them).
+    batch = replay_shaped_batch(game, np.asarray(obs), cfg.learner.batch_size)
     state = init_train_state(net, cfg.learner, obs[:1], jax.random.PRNGKey(3))
-    train = make_train_step(net, cfg.learner, game.spec.num_actions)
-    state, m = train(state, batch)
-    jax.block_until_ready(state)
-    t0 = time.perf_counter()
-    for _ in range(train_steps):
-        state, m = train(state, batch)
-    jax.block_until_ready(state)
-    train_s = (time.perf_counter() - t0) / train_steps
+    train = make_train_step(net, cfg.learner)
+    learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, cfg.learner.batch_size, train_steps)
+    LB = cfg.learner.batch_size
 
     return {
         "games": B, "simulations": sims, "search_policy": cfg.search.policy,
@@ -119,7 +136,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) 
         "share_network": round(network_s / ply_s, 3), "share_env": round(env_s / ply_s, 3),
         "share_tree": round(tree_s / ply_s, 3),
         "network_plus_env_ceiling_positions_per_s": round(B / (network_s + env_s), 1),
-        "learner_batch": LB, "learner_samples_per_s": round(LB / train_s, 1),
+        "learner_batch": LB, "learner_samples_per_s": round(learner_rate, 1),
         "compile_and_warmup_s": round(warmup_s, 1),
     }
 
@@ -171,6 +188,43 @@ def bench_pgx_example_baseline(overrides: list[str], plies: int) -> dict:
             "positions_per_s": round(B / ply_s, 2), "ply_s": round(ply_s, 4)}
 
 
+def bench_pgx_example_learner(overrides: list[str], steps: int) -> dict:
+    """The pgx AlphaZero example's learner step, measured here under the same load: the same network,
+    Adam (lr 1e-3), softmax cross entropy against a dense [B, 4672] policy target plus the L2 value
+    loss, jitted without buffer donation, fed host arrays."""
+    import optax
+
+    cfg = load(SelfPlayConfig, os.path.join(ROOT, "configs/chess_cpu.yaml"), overrides)
+    game = games.make(cfg.game)
+    net = models.make_network(cfg.network, game.spec)
+    LB = cfg.learner.batch_size
+    obs = np.asarray(game.observe(jax.jit(game.init)(jax.random.split(jax.random.PRNGKey(0), 64))))
+    slots = replay_shaped_batch(game, obs, LB)
+    dense_policy = np.zeros((LB, game.spec.num_actions), np.float32)
+    np.put_along_axis(dense_policy, np.maximum(slots["legal_actions"], 0),
+                      np.where(slots["legal_actions"] >= 0, slots["policy"], 0.0), axis=1)
+    batch = (slots["observation"], dense_policy, slots["z"])
+    optimizer = optax.adam(1e-3)
+
+    def loss_fn(params, batch_stats, obs, policy_target, value_target):
+        out, updates = net.apply({"params": params, "batch_stats": batch_stats}, obs, train=True,
+                                 mutable=["batch_stats"])
+        policy_loss = optax.softmax_cross_entropy(out.policy_logits, policy_target).mean()
+        value_loss = optax.l2_loss(out.value, value_target).mean()
+        return policy_loss + value_loss, updates["batch_stats"]
+
+    @jax.jit
+    def train(params, batch_stats, opt_state, obs, policy_target, value_target):
+        grads, batch_stats = jax.grad(loss_fn, has_aux=True)(params, batch_stats, obs, policy_target, value_target)
+        updates, opt_state = optimizer.update(grads, opt_state)
+        return optax.apply_updates(params, updates), batch_stats, opt_state
+
+    variables = net.init(jax.random.PRNGKey(3), obs[:1], train=False)
+    state = (variables["params"], variables["batch_stats"], optimizer.init(variables["params"]))
+    rate = samples_per_second(lambda st: train(*st, *batch), state, LB, steps)
+    return {"learner_batch": LB, "learner_samples_per_s": round(rate, 1)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", choices=sorted(CONFIGS), action="append", help="run only these configs")
@@ -187,6 +241,12 @@ def main() -> None:
         if ours:
             results["speedup_vs_pgx_example_way_2x32"] = round(
                 ours["positions_per_s"] / results["pgx_example_way_2x32_same_load"]["positions_per_s"], 2)
+    for name in ("ref_2x32", "ref_6x64"):
+        if name in results and not args.no_baseline:
+            theirs = bench_pgx_example_learner(CONFIGS[name], args.train_steps)
+            results[f"pgx_example_learner_{name[4:]}_same_load"] = theirs
+            results[f"learner_speedup_vs_pgx_example_{name[4:]}"] = round(
+                results[name]["learner_samples_per_s"] / theirs["learner_samples_per_s"], 2)
     results["load_average_1min"] = os.getloadavg()[0]
     results["goal"] = {"pgx_example_positions_per_s": {"2x32": 26.6, "6x64": 23.5},
                        "pgx_example_learner_samples_per_s": {"2x32": 1615, "6x64": 320},

@@ -101,7 +101,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     restored = checkpointer.restore_latest(state) if resume else None
     if restored is not None:
         state, meta = restored
-    train_step = make_train_step(net, cfg.learner, game.spec.num_actions)
+    train_step = make_train_step(net, cfg.learner)
     started_ray = _init_ray(cfg, ray_address)
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:

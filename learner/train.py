@@ -1,12 +1,12 @@
 """The training step: AlphaZero's loss (z - v)^2 - pi . log p + c ||theta||^2 (+ WDL cross entropy).
 
     state = init_train_state(net, cfg, sample_obs, key)
-    step = make_train_step(net, cfg, num_actions)
+    step = make_train_step(net, cfg)
     state, metrics = step(state, batch)      # jitted
 
 `batch` is what `ReplayBuffer.sample` returns: observation [B, *obs_shape], legal_actions [B, W]
-(pgx ids, -1 pads), policy [B, W] (pi over those moves), z [B]. The policy is scattered to the full
-action axis inside the jitted step; log p is taken over the legal moves only.
+(pgx ids, -1 pads), policy [B, W] (pi over those moves), z [B]. The network's logits are gathered at
+the legal moves inside the jitted step and log p is taken over those alone (no dense [B, A] targets).
 """
 from __future__ import annotations
 
@@ -56,29 +56,24 @@ def init_train_state(net, cfg: LearnerConfig, sample_obs: jax.Array, key: jax.Ar
                       jnp.zeros((), jnp.int32), rng)
 
 
-def dense_targets(legal_actions: jax.Array, policy: jax.Array, num_actions: int):
-    """[B, W] slots -> legal mask [B, A] bool and pi [B, A] (pads of -1 are dropped)."""
-    B = legal_actions.shape[0]
-    ids = jnp.where(legal_actions >= 0, legal_actions, num_actions)  # out of range: dropped
-    rows = jnp.arange(B)[:, None]
-    mask = jnp.zeros((B, num_actions), bool).at[rows, ids].set(True, mode="drop")
-    pi = jnp.zeros((B, num_actions), jnp.float32).at[rows, ids].set(policy, mode="drop")
-    return mask, pi
+def legal_log_probs(policy_logits: jax.Array, legal_actions: jax.Array):
+    """[B, A] logits, [B, W] legal ids (-1 pads) -> log p over the legal moves [B, W], valid [B, W] bool."""
+    valid = legal_actions >= 0
+    logits = jnp.take_along_axis(policy_logits, jnp.maximum(legal_actions, 0), axis=-1).astype(jnp.float32)
+    return jax.nn.log_softmax(jnp.where(valid, logits, -1e9), axis=-1), valid
 
 
-def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, num_actions: int, batch: dict):
+def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: dict):
     """Scalar loss, (new batch_stats, metrics dict)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch["observation"],
                              train=True, mutable=["batch_stats"])
-    mask, pi = dense_targets(batch["legal_actions"], batch["policy"], num_actions)
-    logits = jnp.where(mask, out.policy_logits.astype(jnp.float32), -1e9)
-    log_p = jax.nn.log_softmax(logits, axis=-1)
-    policy_loss = -jnp.sum(jnp.where(mask, pi * log_p, 0.0), axis=-1).mean()
+    log_p, valid = legal_log_probs(out.policy_logits, batch["legal_actions"])
+    policy_loss = -jnp.sum(jnp.where(valid, batch["policy"] * log_p, 0.0), axis=-1).mean()
     z = batch["z"].astype(jnp.float32)
     value_loss = jnp.mean((z - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,
-               "policy_entropy": -jnp.sum(jnp.where(mask, jnp.exp(log_p) * log_p, 0.0), axis=-1).mean()}
+               "policy_entropy": -jnp.sum(jnp.where(valid, jnp.exp(log_p) * log_p, 0.0), axis=-1).mean()}
     if out.wdl_logits is not None:
         wdl_target = jnp.where(z > 0, 0, jnp.where(z < 0, 2, 1))  # win / draw / loss of the side to move
         wdl_loss = optax.softmax_cross_entropy_with_integer_labels(
@@ -89,7 +84,7 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, num_actions: 
     return loss, (updates.get("batch_stats", batch_stats), metrics)
 
 
-def make_train_step(net, cfg: LearnerConfig, num_actions: int):
+def make_train_step(net, cfg: LearnerConfig):
     """jitted (TrainState, batch) -> (TrainState, metrics incl. learning_rate, l2 norm)."""
     optimizer = make_optimizer(cfg)
     schedule = learning_rate(cfg)
@@ -97,7 +92,7 @@ def make_train_step(net, cfg: LearnerConfig, num_actions: int):
     @functools.partial(jax.jit, donate_argnums=0)  # the old state's buffers are reused in place
     def step(state: TrainState, batch: dict):
         grad_fn = jax.grad(loss_and_metrics, has_aux=True)
-        grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, num_actions, batch)
+        grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics["learning_rate"] = schedule(state.step)

@@ -17,7 +17,7 @@ from configs.loader import ConfigError, load
 from learner.checkpoint import Checkpointer
 from learner.config import LearnerConfig
 from learner.selfplay_config import SelfPlayConfig
-from learner.train import dense_targets, init_train_state, learning_rate, loss_and_metrics, make_train_step
+from learner.train import init_train_state, learning_rate, legal_log_probs, loss_and_metrics, make_train_step
 from models import NetworkOutput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,10 +38,13 @@ def ttt_setup(batch: int = 32, seed: int = 0):
     return game, net, {"observation": obs, "legal_actions": legal, "policy": policy, "z": z}
 
 
-def test_dense_targets_scatter_slots_and_drop_pads():
-    mask, pi = dense_targets(jnp.array([[1, 4, -1], [0, -1, -1]]), jnp.array([[0.25, 0.75, 0.0], [1.0, 0, 0]]), 5)
-    np.testing.assert_array_equal(mask, [[0, 1, 0, 0, 1], [1, 0, 0, 0, 0]])
-    np.testing.assert_allclose(pi, [[0, 0.25, 0, 0, 0.75], [1, 0, 0, 0, 0]])
+def test_legal_log_probs_normalise_over_legal_moves_and_ignore_pads():
+    logits = jnp.array([[0.0, 1.0, 7.0, 3.0, 1.0], [2.0, 0.0, 0.0, 0.0, 0.0]])
+    log_p, valid = legal_log_probs(logits, jnp.array([[1, 4, -1], [0, -1, -1]]))
+    np.testing.assert_array_equal(valid, [[1, 1, 0], [1, 0, 0]])
+    np.testing.assert_allclose(np.exp(log_p[0, :2]), [0.5, 0.5], rtol=1e-6)  # action 2's logit 7 is not legal
+    np.testing.assert_allclose(log_p[1, 0], 0.0, atol=1e-6)  # the only legal move has p = 1
+    assert float(jnp.exp(log_p[0, 2])) == 0.0
 
 
 class FixedNet:
@@ -59,7 +62,7 @@ def test_loss_matches_hand_computation():
     net = FixedNet([[0.0, 5.0, np.log(3.0)]], [0.5], wdl=[[0.0, 0.0, 0.0]])
     batch = {"observation": jnp.zeros((1, 1)), "legal_actions": jnp.array([[0, 2]]),
              "policy": jnp.array([[0.5, 0.5]]), "z": jnp.array([-1.0])}
-    loss, (_, m) = loss_and_metrics({}, {}, net, LearnerConfig(), 3, batch)
+    loss, (_, m) = loss_and_metrics({}, {}, net, LearnerConfig(), batch)
     policy_loss = -(0.5 * np.log(0.25) + 0.5 * np.log(0.75))
     np.testing.assert_allclose(m["policy_loss"], policy_loss, rtol=1e-5)
     np.testing.assert_allclose(m["value_loss"], 1.5 ** 2, rtol=1e-6)
@@ -72,7 +75,7 @@ def test_loss_decreases_on_a_fixed_batch():
     game, net, batch = ttt_setup()
     cfg = LearnerConfig(lr_values=(0.05,), lr_boundaries=(), batch_size=32)
     state = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(0))
-    step = make_train_step(net, cfg, game.spec.num_actions)
+    step = make_train_step(net, cfg)
     losses = []
     for _ in range(60):
         state, m = step(state, batch)
@@ -91,7 +94,7 @@ def test_checkpoint_restores_state_exactly(tmp_path):
     game, net, batch = ttt_setup()
     cfg = LearnerConfig(batch_size=32)
     state = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(1))
-    step = make_train_step(net, cfg, game.spec.num_actions)
+    step = make_train_step(net, cfg)
     for _ in range(3):
         state, _ = step(state, batch)
     ckpt = Checkpointer(tmp_path / "ck")
