@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,6 +21,9 @@ class LearnerConfig:
     checkpoint_every: int = 200  # steps between orbax checkpoints (also one on exit)
     keep_checkpoints: int = 3  # orbax checkpoints kept on disk
     max_steps: int = 0  # stop after this many learner steps (0: no limit)
+    placement: Literal["driver", "actor"] = "driver"  # train in the selfplay.py process, or in a Ray actor
+    num_gpus: float = 0.0  # GPUs of the learner actor (placement: actor); >0 trains on a GPU node
+    num_cpus: float = 1.0  # CPUs Ray reserves for the learner actor (placement: actor)
 
     def __post_init__(self):
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
@@ -28,3 +32,7 @@ class LearnerConfig:
             raise ValueError("lr_boundaries must be positive and increasing")
         if self.batch_size < 1 or self.train_ratio <= 0 or self.publish_every < 1 or self.checkpoint_every < 1:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
+        if self.num_gpus < 0 or self.num_cpus < 0:
+            raise ValueError("learner num_gpus and num_cpus must be >= 0")
+        if self.num_gpus > 0 and self.placement != "actor":
+            raise ValueError("learner.num_gpus needs learner.placement=actor (the driver uses its own devices)")

@@ -125,6 +125,11 @@ def test_config_presets_load_and_bad_values_name_the_key():
         load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["actors.games_per_actor=many"])
     with pytest.raises(ConfigError, match="lr_values"):
         load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.lr_boundaries=[5]"])
+    with pytest.raises(ConfigError, match="learner.placement"):
+        load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.placement=gpu"])
+    with pytest.raises(ConfigError, match="placement=actor"):  # a GPU learner is a Ray actor
+        load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.num_gpus=1"])
+    assert (az.learner.placement, az.learner.num_gpus) == ("actor", 1)
 
 
 @pytest.mark.parametrize("override,needle", [("learner.nope=1", "learner.nope"),

@@ -97,7 +97,8 @@ def _variables_of(run_dir: Path):
 
 @pytest.mark.slow
 def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
-    """Two simulated nodes, one actor on each; the trained agent holds perfect play.
+    """Two simulated nodes, one actor on each, the learner in its own Ray actor; the trained agent
+    holds perfect play.
 
     Goal of issue 6: no loss in 100 games as either colour (the untrained agent with the same
     search loses ~90 as the second player).
@@ -113,7 +114,7 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
     cluster.wait_for_nodes()
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
                [f"runs_dir={tmp_path}", "name=ttt", "actors.num_actors=2", "actors.num_cpus=1",
-                "actors.games_per_actor=32"])
+                "actors.games_per_actor=32", "learner.placement=actor", "learner.num_cpus=0"])
     try:
         ray.init(address=cluster.address)
         summary = run(cfg, ray_address=cluster.address, show_progress=False)
@@ -121,6 +122,7 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
         ray.shutdown()
         cluster.shutdown()
     assert len(summary["actor_nodes"]) == 2, summary  # actors ran on both nodes
+    assert summary["learner"]["pid"] != os.getpid(), summary  # trained in the learner actor
     assert summary["step"] == cfg.learner.max_steps
     net, variables = _variables_of(tmp_path / "ttt")
     first = play_vs_minimax(variables, net, cfg.search, 100, True, seed=1)

@@ -1,0 +1,73 @@
+"""The learner: holds the train state on its device, trains on replay samples, publishes variables.
+
+    learner = Learner(cfg, state, replay, store)                     # in the driver process
+    learner = ray.remote(Learner).options(num_gpus=1).remote(...)    # or on a GPU node of the cluster
+    result = learner.train(num_steps)   # {"step": int, "metrics": {name: float}}
+    state = learner.train_state()        # host copy of the TrainState, for checkpoints
+
+`learner.placement` in the config picks between the two (learner/driver.py). Each step takes the
+batch requested one step earlier from the replay actor (so sampling overlaps training) and every
+`publish_every` steps the variables go to the parameter store, where actors pick them up.
+"""
+from __future__ import annotations
+
+import os
+
+import jax
+import numpy as np
+import ray
+
+import games
+import models
+from learner.selfplay_config import SelfPlayConfig
+from learner.train import TrainState, make_train_step
+
+
+def sample_seed(state: TrainState) -> int:
+    """The replay sampling seed of the next step: a function of the learner RNG and step (resumable)."""
+    rng = np.asarray(jax.device_get(state.rng), np.uint64)
+    return int((rng[0] * 1_000_003 + rng[1] * 7919 + int(state.step)) % (2**63))
+
+
+class Learner:
+    """Trains `state` on batches from the `replay` actor; publishes to the `store` actor."""
+
+    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
+        game = games.make(cfg.game)
+        net = models.make_network(cfg.network, game.spec)
+        self._train_step = make_train_step(net, cfg.learner)
+        self._cfg = cfg.learner
+        self._state = jax.device_put(state)
+        self._replay, self._store = replay, store
+        self._next_batch = None  # ObjectRef of the batch the next step trains on
+
+    def train(self, num_steps: int) -> dict:
+        """Runs `num_steps` training steps; returns the step reached and the last step's metrics."""
+        metrics = {}
+        B = self._cfg.batch_size
+        for _ in range(num_steps):
+            if self._next_batch is None:
+                self._next_batch = self._replay.sample.remote(B, sample_seed(self._state))
+            batch = ray.get(self._next_batch)
+            self._state, metrics = self._train_step(self._state, batch)
+            self._next_batch = self._replay.sample.remote(B, sample_seed(self._state))
+            if int(self._state.step) % self._cfg.publish_every == 0:
+                self.publish()
+        return {"step": int(self._state.step),
+                "metrics": {k: float(v) for k, v in jax.device_get(metrics).items()}}
+
+    def publish(self) -> None:
+        self._store.publish.remote(int(self._state.step), self.variables())
+
+    def variables(self) -> dict:
+        """{"params", "batch_stats"} as host arrays (what actors and models/checkpoint.py take)."""
+        return jax.device_get({"params": self._state.params, "batch_stats": self._state.batch_stats})
+
+    def train_state(self) -> TrainState:
+        """The whole TrainState on the host (what learner/checkpoint.py saves)."""
+        return jax.device_get(self._state)
+
+    def where(self) -> dict:
+        """Where training runs: the train state's device (e.g. "cuda:0"), the Ray node and the process."""
+        return {"device": str(jax.tree.leaves(self._state.params)[0].devices().pop()),
+                "node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
