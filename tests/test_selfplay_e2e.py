@@ -208,3 +208,53 @@ def test_kill_dash_nine_then_resume_keeps_games_and_step(tmp_path):
     assert after[: len(before)] == before  # every game written before the kill is still there
     assert len(after) >= len(before)
     _check_records_replay_exactly(run_dir)
+
+
+def _checkpoint_steps(run_dir: Path) -> list[int]:
+    ckpts = run_dir / "checkpoints"
+    return sorted(int(p.name) for p in ckpts.glob("[0-9]*") if p.name.isdigit()) if ckpts.exists() else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("placement", ["driver", "actor"])
+def test_ctrl_c_checkpoints_the_last_step_and_resumes_exactly(tmp_path, placement):
+    """SIGINT to the run's process group (a terminal's Ctrl-C): exit 0, a final checkpoint at the
+    step reached (not only the last periodic one), and --resume continues from that step."""
+    name = f"ttt_int_{placement}"
+    base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
+            "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", f"name={name}",
+            "--set", "learner.checkpoint_every=1000", "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1",
+            "--set", f"learner.placement={placement}", "--set", "learner.num_cpus=0"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+
+    def own_group_with_default_sigint():
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a background parent may have ignored it
+
+    proc = subprocess.Popen(base + ["--set", "learner.max_steps=100000", "--set", "log_every_seconds=1"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            preexec_fn=own_group_with_default_sigint)
+    try:
+        deadline = time.monotonic() + 150
+        for line in proc.stdout:  # progress lines: "[   12s] games ... step N ..."
+            if " step " in line and int(line.split(" step ")[1].split()[0]) >= 30:
+                break
+            assert time.monotonic() < deadline, "no training progress in time"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0
+    import json
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "interrupted"
+    run_dir = tmp_path / name
+    assert _checkpoint_steps(run_dir)[-1] == summary["step"] >= 30  # saved at Ctrl-C (periodic: every 1000)
+    assert summary["samples_trained"] == summary["step"] * 128  # the preset's batch
+    result = subprocess.run(base + ["--resume", "--set", f"learner.max_steps={summary['step'] + 10}"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    resumed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert resumed["step"] == summary["step"] + 10
+    assert resumed["samples_trained"] == resumed["step"] * 128
