@@ -8,7 +8,7 @@ Run it as a Ray actor (`ray.remote(ReplayBuffer)`); it is plain Python so tests 
 
 Memory is bounded by `window_positions` (whole games are evicted oldest first; observations are
 kept zlib-compressed) and samples are small padded arrays, so neither the actor nor Ray's object
-store grows with the run.
+store grows with the run. Disk keeps every game unless `disk_positions` is set (replay/retention.py).
 """
 from __future__ import annotations
 
@@ -19,8 +19,24 @@ from pathlib import Path
 import numpy as np
 
 from replay import chunks, corpus
+from replay.retention import DiskRetention
 from replay.config import ReplayConfig
 from replay.record import GameRecord, decode
+
+
+def outcome_counters(record: GameRecord) -> collections.Counter:
+    """One game's contribution to the outcome split, resignation and false-positive counts."""
+    c = collections.Counter()
+    first = 0 if record.plies == 0 else int(record.to_play[0])
+    r = record.rewards[first] if record.plies else 0.0
+    c["first_player_wins" if r > 0 else "first_player_losses" if r < 0 else "draws"] += 1
+    c["resigned"] += int(record.resigned)
+    c["capped"] += int(record.termination == "cap")
+    if record.resign_disabled:
+        c["no_resign_games"] += 1
+        c["resign_would_have"] += int(record.resign_would_have >= 0)
+        c["resign_false_positives"] += int(record.resign_false_positive())
+    return c
 
 
 class ReplayBuffer:
@@ -35,12 +51,16 @@ class ReplayBuffer:
         self._games: collections.deque[GameRecord] = collections.deque()
         self._starts = np.zeros(0, np.int64)  # cumulative position starts of `_games`, rebuilt lazily
         self._window_positions = 0
-        self.games_total = 0  # games ever written (this run dir, reload included)
-        self.positions_total = 0
+        keep = max(config.disk_positions, config.window_positions) if config.disk_positions else 0
+        self._retention = DiskRetention(self.directory, keep)
+        pruned = self._retention.pruned  # totals of games whose chunk files were deleted
+        self.games_total = pruned["games"]  # games ever written (this run dir, reload included)
+        self.positions_total = pruned["positions"]
         self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
-        self._stats = collections.Counter()  # outcome split, resignations, false positives
-        for record in chunks.read_all(self.directory):  # reload: checksums verified, window refilled
-            self._admit(record)
+        self._stats = collections.Counter(pruned["stats"])  # outcome split, resignations, false positives
+        for path in self._retention.live_chunks():  # reload: checksums verified, window refilled
+            for record in chunks.read_chunk(path):
+                self._retention.count(path, record.plies, self._admit(record))
         self.reloaded_games = self.games_total
         self._writer = chunks.ChunkWriter(self.directory, config.games_per_chunk)
 
@@ -49,30 +69,23 @@ class ReplayBuffer:
         """Stores one encoded record; returns the totals once it is on disk (the acknowledgement)."""
         record = decode(frame, where="record from actor")
         self._writer.append(record)
-        self._admit(record)
+        self._retention.count(self._writer.path, record.plies, self._admit(record))
+        self._retention.prune(current=self._writer.path)
         return {"games_total": self.games_total, "positions_total": self.positions_total}
 
-    def _admit(self, record: GameRecord) -> None:
+    def _admit(self, record: GameRecord) -> collections.Counter:
+        """Adds a record to the window and the totals; returns its outcome counters."""
         self._games.append(record)
         self._recent.append(record)
         self._window_positions += record.plies
         self.games_total += 1
         self.positions_total += record.plies
-        self._count(record)
+        stats = outcome_counters(record)
+        self._stats.update(stats)
         while len(self._games) > 1 and self._window_positions - self._games[0].plies >= self.config.window_positions:
             self._window_positions -= self._games.popleft().plies
         self._starts = None
-
-    def _count(self, record: GameRecord) -> None:
-        first = 0 if record.plies == 0 else int(record.to_play[0])
-        r = record.rewards[first] if record.plies else 0.0
-        self._stats["first_player_wins" if r > 0 else "first_player_losses" if r < 0 else "draws"] += 1
-        self._stats["resigned"] += record.resigned
-        self._stats["capped"] += record.termination == "cap"
-        if record.resign_disabled:
-            self._stats["no_resign_games"] += 1
-            self._stats["resign_would_have"] += record.resign_would_have >= 0
-            self._stats["resign_false_positives"] += record.resign_false_positive()
+        return stats
 
     # -- reading ---------------------------------------------------------------------------------
     def size(self) -> int:

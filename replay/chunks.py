@@ -28,6 +28,11 @@ def chunk_paths(directory: str | os.PathLike) -> list[Path]:
     return sorted(p for p in directory.iterdir() if _CHUNK.match(p.name))
 
 
+def chunk_index(path: str | os.PathLike) -> int:
+    """The sequence number of a chunk file (chunk-000042.msgpack -> 42)."""
+    return int(_CHUNK.match(Path(path).name).group(1))
+
+
 def read_chunk(path: str | os.PathLike) -> Iterator[GameRecord]:
     """Records of one chunk file in order; a torn (incomplete) last frame is skipped silently."""
     path = Path(path)
@@ -59,8 +64,9 @@ class ChunkWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.games_per_chunk = games_per_chunk
         existing = chunk_paths(self.directory)
-        self._next_index = int(_CHUNK.match(existing[-1].name).group(1)) + 1 if existing else 0
+        self._next_index = chunk_index(existing[-1]) + 1 if existing else 0
         self._file = None
+        self.path: Path | None = None  # the chunk file the last record went to
         self._games_in_file = 0
 
     def append(self, record: GameRecord) -> None:
@@ -77,6 +83,7 @@ class ChunkWriter:
         path = self.directory / f"chunk-{self._next_index:06d}.msgpack"
         self._next_index += 1
         self._file = open(path, "xb")
+        self.path = path
         self._games_in_file = 0
         dir_fd = os.open(self.directory, os.O_RDONLY)
         try:

@@ -11,7 +11,8 @@ class ReplayConfig:
     window_positions: int = 100_000  # sample from the most recent positions only (whole games; AlphaZero: 1M games)
     min_positions: int = 2_000  # the learner waits until the window holds this many positions
     games_per_chunk: int = 256  # games per chunk file on disk (runs/<name>/replay/chunk-*.msgpack)
+    disk_positions: int = 0  # delete the oldest chunk files once newer ones hold this many positions (and the window); 0: keep every game
 
     def __post_init__(self):
-        if self.window_positions < 1 or self.min_positions < 0 or self.games_per_chunk < 1:
-            raise ValueError("window_positions and games_per_chunk must be >= 1, min_positions >= 0")
+        if self.window_positions < 1 or self.min_positions < 0 or self.games_per_chunk < 1 or self.disk_positions < 0:
+            raise ValueError("window_positions and games_per_chunk must be >= 1, min_positions and disk_positions >= 0")

@@ -115,6 +115,47 @@ def test_window_is_bounded_by_positions_and_evicts_oldest_games(tmp_path):
     assert again.stats()["window_games"] == 4
 
 
+def test_disk_positions_prunes_old_chunks_and_keeps_totals_across_reload(tmp_path):
+    cfg = ReplayConfig(window_positions=10, games_per_chunk=2, disk_positions=12)
+    buf = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
+    for i in range(20):
+        buf.add(encode(make_record(f"g{i}", 5, seed=i)))  # 2 games (10 positions) per chunk file
+    live = chunks.chunk_paths(tmp_path)
+    # The newest files keep >= 12 positions: the current chunk (10) and the one before it (10).
+    assert [chunks.chunk_index(p) for p in live] == [8, 9]
+    assert [r.game_id for r in chunks.read_all(tmp_path)] == [f"g{i}" for i in range(16, 20)]
+    s = buf.stats()
+    assert (s["games_total"], s["positions_total"], s["first_player_wins"]) == (20, 100, 20)
+    again = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
+    s2 = again.stats()
+    assert (s2["games_total"], s2["positions_total"], s2["first_player_wins"]) == (20, 100, 20)
+    assert (s2["no_resign_games"], s2["resign_false_positives"]) == (s["no_resign_games"], s["resign_false_positives"])
+    assert again.size() == 10 and again.reloaded_games == 20
+
+
+def test_chunk_pruned_just_before_a_crash_is_not_counted_twice(tmp_path):
+    cfg = ReplayConfig(window_positions=10, games_per_chunk=2, disk_positions=12)
+    buf = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
+    for i in range(6):
+        buf.add(encode(make_record(f"g{i}", 5, seed=i)))
+    assert [chunks.chunk_index(p) for p in chunks.chunk_paths(tmp_path)] == [1, 2]
+    # A crash after pruned.json said chunk 1 is gone but before the file was deleted:
+    pruned = json.loads((tmp_path / "pruned.json").read_text())
+    pruned.update(through=1, games=pruned["games"] + 2, positions=pruned["positions"] + 10)
+    (tmp_path / "pruned.json").write_text(json.dumps(pruned))
+    again = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
+    assert [chunks.chunk_index(p) for p in chunks.chunk_paths(tmp_path)] == [2]
+    assert again.stats()["games_total"] == 6 and again.stats()["positions_total"] == 30
+
+
+def test_disk_positions_zero_keeps_every_game(tmp_path):
+    buf = ReplayBuffer(tmp_path, ReplayConfig(window_positions=10, games_per_chunk=2), num_actions=9,
+                       max_legal_actions=9)
+    for i in range(20):
+        buf.add(encode(make_record(f"g{i}", 5, seed=i)))
+    assert len(list(chunks.read_all(tmp_path))) == 20 and not (tmp_path / "pruned.json").exists()
+
+
 def test_sample_matches_the_stored_positions(tmp_path):
     buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
     rec = make_record("only", 6, seed=4)
