@@ -9,7 +9,8 @@ of every game, measured as the self-play actor runs it (search, observation and 
 step). The split: network = (simulations + 1) batched network calls, env = (simulations + 1)
 batched env steps (one per simulation inside the search, one to play), tree = the rest of the ply.
 The reference configs use the example's network (AlphaGo Zero's policy head: 1x1 conv to 2 planes,
-dense to 4672; value hidden width = filters); `chess_cpu` keeps AlphaZero's 73-plane chess head.
+dense to 4672; value hidden width = filters); `ref_2x32_chess_head` and `chess_cpu` use AlphaZero's
+73-plane chess head instead.
 The machine is shared, so the bench also times the pgx AlphaZero example's way under the same load
 (search: stock `mctx.gumbel_muzero_policy` over the full 4672-action axis, same network and env;
 learner: its Adam step on dense policy targets, same network) and reports our speed-ups over it
@@ -44,6 +45,9 @@ REFERENCE = ["game=chess", "actors.games_per_actor=64", "search.policy=gumbel",
 CONFIGS = {
     "chess_cpu": [],
     "ref_2x32": REFERENCE + ["network.resnet.num_blocks=2", "network.resnet.filters=32", "network.resnet.value_hidden=32"],
+    # the same with AlphaZero's chess policy head (3x3 conv, 1x1 conv to 73 planes), as chess_cpu uses
+    "ref_2x32_chess_head": REFERENCE + ["network.resnet.num_blocks=2", "network.resnet.filters=32",
+                                        "network.resnet.value_hidden=32", "network.resnet.policy_head=conv"],
     "ref_6x64": REFERENCE + ["network.resnet.num_blocks=6", "network.resnet.filters=64", "network.resnet.value_hidden=64"],
 }
 
