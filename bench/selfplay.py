@@ -130,8 +130,8 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) 
     batch = replay_shaped_batch(game, np.asarray(obs), cfg.learner.batch_size)
     state = init_train_state(net, cfg.learner, obs[:1], jax.random.PRNGKey(3))
     train = make_train_step(net, cfg.learner)
-    learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, cfg.learner.batch_size, train_steps)
     LB = cfg.learner.batch_size
+    learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, LB, train_steps)
 
     return {
         "games": B, "simulations": sims, "search_policy": cfg.search.policy,
@@ -204,9 +204,7 @@ def bench_pgx_example_learner(overrides: list[str], steps: int) -> dict:
     LB = cfg.learner.batch_size
     obs = np.asarray(game.observe(jax.jit(game.init)(jax.random.split(jax.random.PRNGKey(0), 64))))
     slots = replay_shaped_batch(game, obs, LB)
-    dense_policy = np.zeros((LB, game.spec.num_actions), np.float32)
-    np.put_along_axis(dense_policy, np.maximum(slots["legal_actions"], 0),
-                      np.where(slots["legal_actions"] >= 0, slots["policy"], 0.0), axis=1)
+    dense_policy = np.asarray(search_lib.scatter_slots(slots["policy"], slots["legal_actions"], game.spec.num_actions))
     batch = (slots["observation"], dense_policy, slots["z"])
     optimizer = optax.adam(1e-3)
 

@@ -131,7 +131,7 @@ class _LearnerHandle:
     def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
         self.remote = cfg.learner.placement == "actor"
         if self.remote:
-            self.actor = self._learner = ray.remote(Learner).options(
+            self._learner = ray.remote(Learner).options(
                 num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus).remote(cfg, state, replay, store)
         else:
             self._learner = Learner(cfg, state, replay, store)
@@ -158,6 +158,10 @@ class _LearnerHandle:
 
     def where(self) -> dict:
         return ray.get(self._learner.where.remote()) if self.remote else self._learner.where()
+
+    def kill(self) -> None:
+        if self.remote:
+            ray.kill(self._learner)
 
 
 def _loop(cfg, run_dir, game, state, meta, checkpointer, progress) -> dict:
@@ -201,7 +205,7 @@ def _loop(cfg, run_dir, game, state, meta, checkpointer, progress) -> dict:
                                        "positions_total": positions_total})
         # The network alone, for arena/ and uci.py (models/checkpoint.py format).
         network_checkpoint.save(run_dir / "network", cfg.network, _variables(host_state), game=cfg.game,
-                                metadata={"step": int(host_state.step), "run": cfg.name})
+                                metadata={"step": step, "run": cfg.name})
 
     def finish_training():
         nonlocal step, metrics, in_flight
@@ -273,8 +277,9 @@ def _loop(cfg, run_dir, game, state, meta, checkpointer, progress) -> dict:
         if cfg.freeze_corpus_on_exit:
             ray.get(replay.freeze.remote(str(run_dir / "corpus")))
         ray.get(replay.close.remote(), timeout=60)
-        for a in actors + ([learner.actor] if learner.remote else []):
+        for a in actors:
             ray.kill(a)
+        learner.kill()
     except (ray.exceptions.RayError, KeyboardInterrupt):
         final = {"games_total": games_total, "positions_total": positions_total}
     return {

@@ -23,10 +23,10 @@ from learner.selfplay_config import SelfPlayConfig
 from learner.train import TrainState, make_train_step
 
 
-def sample_seed(state: TrainState) -> int:
-    """The replay sampling seed of the next step: a function of the learner RNG and step (resumable)."""
-    rng = np.asarray(jax.device_get(state.rng), np.uint64)
-    return int((rng[0] * 1_000_003 + rng[1] * 7919 + int(state.step)) % (2**63))
+def sample_seed(rng: np.ndarray, step: int) -> int:
+    """The replay sampling seed of the next step: a function of the learner RNG [2] and step (resumable)."""
+    rng = np.asarray(rng, np.uint64)
+    return int((rng[0] * 1_000_003 + rng[1] * 7919 + step) % (2**63))
 
 
 class Learner:
@@ -38,6 +38,8 @@ class Learner:
         self._train_step = make_train_step(net, cfg.learner)
         self._cfg = cfg.learner
         self._state = jax.device_put(state)
+        # Host copies (the step never changes the RNG): seeds and publication need no device sync.
+        self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store
         self._next_batch = None  # ObjectRef of the batch the next step trains on
 
@@ -47,17 +49,18 @@ class Learner:
         B = self._cfg.batch_size
         for _ in range(num_steps):
             if self._next_batch is None:
-                self._next_batch = self._replay.sample.remote(B, sample_seed(self._state))
+                self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
             batch = ray.get(self._next_batch)
             self._state, metrics = self._train_step(self._state, batch)
-            self._next_batch = self._replay.sample.remote(B, sample_seed(self._state))
-            if int(self._state.step) % self._cfg.publish_every == 0:
+            self._step += 1
+            self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
+            if self._step % self._cfg.publish_every == 0:
                 self.publish()
-        return {"step": int(self._state.step),
+        return {"step": self._step,
                 "metrics": {k: float(v) for k, v in jax.device_get(metrics).items()}}
 
     def publish(self) -> None:
-        self._store.publish.remote(int(self._state.step), self.variables())
+        self._store.publish.remote(self._step, self.variables())
 
     def variables(self) -> dict:
         """{"params", "batch_stats"} as host arrays (what actors and models/checkpoint.py take)."""

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from learner.config import LearnerConfig
+from search import slots
 
 
 class TrainState(NamedTuple):
@@ -58,9 +59,8 @@ def init_train_state(net, cfg: LearnerConfig, sample_obs: jax.Array, key: jax.Ar
 
 def legal_log_probs(policy_logits: jax.Array, legal_actions: jax.Array):
     """[B, A] logits, [B, W] legal ids (-1 pads) -> log p over the legal moves [B, W], valid [B, W] bool."""
-    valid = legal_actions >= 0
-    logits = jnp.take_along_axis(policy_logits, jnp.maximum(legal_actions, 0), axis=-1).astype(jnp.float32)
-    return jax.nn.log_softmax(jnp.where(valid, logits, -1e9), axis=-1), valid
+    logits = slots.gather(policy_logits.astype(jnp.float32), legal_actions, -1e9)
+    return jax.nn.log_softmax(logits, axis=-1), legal_actions != slots.EMPTY
 
 
 def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: dict):

@@ -70,7 +70,7 @@ class ReplayBuffer:
         record = decode(frame, where="record from actor")
         self._writer.append(record)
         self._retention.count(self._writer.path, record.plies, self._admit(record))
-        self._retention.prune(current=self._writer.path)
+        self._retention.prune()
         return {"games_total": self.games_total, "positions_total": self.positions_total}
 
     def _admit(self, record: GameRecord) -> collections.Counter:

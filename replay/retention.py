@@ -3,7 +3,7 @@
     retention = DiskRetention("runs/x/replay", keep_positions=20_000_000)   # 0: keep every game
     for path in retention.live_chunks(): ...       # the chunk files to reload, oldest first
     retention.count(path, plies, stats)            # after each acknowledged game
-    retention.prune(current=writer.path)           # deletes what is no longer needed
+    retention.prune()                              # deletes what is no longer needed
 
 A chunk file is deleted only when the newer files (the one being written included) hold at least
 `keep_positions` positions; set it at or above the replay window so a reload still fills the window.
@@ -51,18 +51,20 @@ class DiskRetention:
         return live
 
     def count(self, path: Path, plies: int, stats: collections.Counter) -> None:
+        if not self.keep_positions:
+            return  # nothing is ever deleted: no need to track the files
         entry = self._files.setdefault(Path(path), [0, 0, collections.Counter()])
         entry[0] += 1
         entry[1] += plies
         entry[2].update(stats)
         self._positions += plies
 
-    def prune(self, current: Path) -> list[Path]:
-        """Deletes the oldest files while the newer ones keep `keep_positions`; returns the deleted paths."""
-        deleted = []
-        while self.keep_positions and len(self._files) > 1:
+    def prune(self) -> None:
+        """Deletes the oldest files while the newer ones keep `keep_positions` (the newest file, being
+        written, is never deleted: it is last in `_files`)."""
+        while len(self._files) > 1:
             oldest, (games, positions, stats) = next(iter(self._files.items()))
-            if oldest == Path(current) or self._positions - positions < self.keep_positions:
+            if self._positions - positions < self.keep_positions:
                 break
             self._files.popitem(last=False)
             self._positions -= positions
@@ -71,8 +73,6 @@ class DiskRetention:
                            "stats": dict(collections.Counter(self.pruned["stats"]) + stats)}
             self._write_pruned()
             oldest.unlink()
-            deleted.append(oldest)
-        return deleted
 
     def _write_pruned(self) -> None:
         tmp = self.directory / (_PRUNED + ".tmp")
