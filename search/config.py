@@ -2,25 +2,29 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Literal, Optional, get_args
 
-POLICIES = ("puct", "gumbel")
-Q_TRANSFORMS = ("parent_and_siblings", "min_max")
+Policy = Literal["puct", "gumbel"]
+QTransform = Literal["parent_and_siblings", "min_max", "fpu"]
+WinCheck = Literal["tree", "root", "none"]
+POLICIES, Q_TRANSFORMS, WIN_CHECKS = get_args(Policy), get_args(QTransform), get_args(WinCheck)
 
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
     """How one batched search runs and picks its move (AlphaZero defaults for chess)."""
 
-    policy: str = "puct"  # "puct" (AlphaZero / mctx.muzero_policy rules) or "gumbel" (Gumbel MuZero)
+    policy: Policy = "puct"  # "puct" (AlphaZero / mctx.muzero_policy rules) or "gumbel" (Gumbel MuZero)
     num_simulations: int = 128  # simulations per search (tree nodes = num_simulations + 1)
     max_depth: Optional[int] = None  # cap on edges root -> leaf; None = num_simulations (no cap)
     # PUCT exploration C(s) = log((1 + N(s) + pb_c_base) / pb_c_base) + pb_c_init (AlphaZero).
     pb_c_base: float = 19652.0  # c_base
     pb_c_init: float = 1.25  # c_init
     # Q in the PUCT score: "parent_and_siblings" (mctx default: min-max over V(s) and visited Q,
-    # unvisited -> 0) or "min_max" (fixed bounds [-1, 1] -> [0, 1], unvisited -> 0 = a loss).
-    q_transform: str = "parent_and_siblings"
+    # unvisited -> 0), "min_max" (fixed bounds [-1, 1] -> [0, 1], unvisited -> 0 = a loss) or "fpu"
+    # ([-1, 1] -> [0, 1] unnormalised, unvisited -> V(s) - fpu_reduction: lc0's first-play urgency).
+    q_transform: QTransform = "parent_and_siblings"
+    fpu_reduction: float = 0.0  # "fpu": how much worse than its parent an untried move is assumed
     root_noise: bool = True  # mix Dirichlet noise into the root prior (self-play on, play off)
     dirichlet_alpha: Optional[float] = None  # None -> game.spec.dirichlet_alpha (chess 0.3)
     dirichlet_fraction: float = 0.25  # weight of the noise in the root prior (AlphaZero 0.25)
@@ -31,12 +35,29 @@ class SearchConfig:
     gumbel_scale: float = 1.0  # scale of the root Gumbel noise (0 = deterministic play)
     value_scale: float = 0.1  # c_scale of the completed-Q transform (sigma)
     maxvisit_init: float = 50.0  # c_visit of the completed-Q transform (sigma)
+    # Forced results without the network (games/immediate_wins.py): "tree" looks for a move that wins
+    # at once (chess: mate in 1) at the root and at every expanded node, so a node whose side to move
+    # has one is a certain win; "root" at the root only (cheaper); "none" (plain AlphaZero).
+    win_check: WinCheck = "tree"
+    # Certain values (terminal or proven edges) propagate up the tree: a node with a certainly won
+    # move is won, a node whose every move is certain takes the best of them (mate in N, draws).
+    certainty_propagation: bool = True
+    win_check_max_checks: int = 16  # chess: checking moves per position tested for mate
+    # "tree": a new node with at most this many legal moves, each answered by an immediate win, is a
+    # certain loss for its mover (chess: mate in 2 after a check); 0 turns the probe off.
+    win_check_max_replies: int = 4
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"search policy must be one of {POLICIES}, got {self.policy!r}")
         if self.q_transform not in Q_TRANSFORMS:
             raise ValueError(f"search q_transform must be one of {Q_TRANSFORMS}, got {self.q_transform!r}")
+        if self.win_check not in WIN_CHECKS:
+            raise ValueError(f"search win_check must be one of {WIN_CHECKS}, got {self.win_check!r}")
+        if self.win_check_max_replies < 0:
+            raise ValueError(f"search win_check_max_replies must be >= 0, got {self.win_check_max_replies}")
+        if self.win_check_max_checks < 1:
+            raise ValueError(f"search win_check_max_checks must be >= 1, got {self.win_check_max_checks}")
         if self.num_simulations < 1:
             raise ValueError(f"search num_simulations must be >= 1, got {self.num_simulations}")
         if self.max_depth is not None and self.max_depth < 1:

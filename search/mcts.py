@@ -8,6 +8,13 @@ Two-player sign convention (mctx): an edge's reward is the mover's reward, node 
 the side to move at that node, and discount is -1 between plies. A terminal node (checkmate,
 stalemate, any rule draw, the ply cap) has value 0 and discount 0, so its edge is worth exactly the
 game's reward to the mover: terminal nodes are valued by the rules, never by the network.
+
+Forced results (`SearchConfig.win_check`, games/immediate_wins.py): a new node whose side to move
+has a move that wins at once (chess: a mate in 1) is a certain win for that side without the
+network, whether or not that move has any prior: its edge gets reward -1 (for the mover into it)
+and discount 0, and its prior keeps only the winning moves. With `certainty_propagation` the
+backup turns such edges into proven wins and losses further up (mate in 2, 3, ...), and the root
+plays a proven win (and never a proven loss while another move is not one).
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from games.immediate_wins import forced_losses, immediate_wins, wins_in_two
 from search import noise, selection, slots, tree_search
 from search.config import SearchConfig
 
@@ -41,6 +49,8 @@ class SearchOutput(NamedTuple):
     root_value:    [B] float32 search value of the root for its side to move.
     prior_logits:  [B, W] float32 network root logits per slot (before noise), max-shifted to 0;
                    empty slots hold slots.EMPTY_LOGIT.
+    root_certain:  [B] bool the root value is exact (a proven win, or every move's result certain):
+                   +1 / -1 a forced win / loss for the side to move, 0 a certain draw.
     """
 
     action: jax.Array
@@ -50,6 +60,7 @@ class SearchOutput(NamedTuple):
     child_q: jax.Array
     root_value: jax.Array
     prior_logits: jax.Array
+    root_certain: jax.Array
 
 
 def scatter_slots(values: jax.Array, slot_actions: jax.Array, num_actions: int, fill=0) -> jax.Array:
@@ -92,9 +103,10 @@ def legal_slots(game, states) -> jax.Array:
     return slots.slot_actions(mask, game.spec.max_legal_actions)
 
 
-def make_recurrent_fn(game, evaluate: Evaluate) -> mctx.RecurrentFn:
+def make_recurrent_fn(game, evaluate: Evaluate, config: SearchConfig | None = None) -> mctx.RecurrentFn:
     """mctx recurrent fn over slots: (params, key, slot [B], Node) -> (RecurrentFnOutput, Node)."""
     net = network_fn(evaluate)
+    check_wins = config is not None and config.win_check == "tree"
 
     def recurrent_fn(params, rng_key, slot, node: Node):
         del rng_key
@@ -111,11 +123,24 @@ def make_recurrent_fn(game, evaluate: Evaluate) -> mctx.RecurrentFn:
         logits, value = net(params, game.observe(child))
         child_slots = slots.slot_actions(game.legal_mask(child) & ~over[:, None],
                                          game.spec.max_legal_actions)
+        prior = slots.prior_logits(logits, child_slots)
+        certain = over
+        if check_wins:  # the child's mover wins at once: a certain loss for this edge's mover
+            wins = immediate_wins(game, child, child_slots, config.win_check_max_checks)
+            lost = jnp.any(wins, axis=1) & ~over
+            reward = jnp.where(lost, -1.0, reward)
+            prior = jnp.where(lost[:, None] & ~wins, slots.EMPTY_LOGIT, prior)
+            certain = over | lost
+            if config.win_check_max_replies:  # few replies, each punished at once: a certain win
+                won = forced_losses(game, child, child_slots, config.win_check_max_replies,
+                                    config.win_check_max_checks) & ~certain
+                reward = jnp.where(won, 1.0, reward)
+                certain = certain | won
         out = mctx.RecurrentFnOutput(
             reward=reward.astype(jnp.float32),
-            discount=jnp.where(over, 0.0, -1.0).astype(jnp.float32),
-            prior_logits=slots.prior_logits(logits, child_slots),
-            value=jnp.where(over, 0.0, value))
+            discount=jnp.where(certain, 0.0, -1.0).astype(jnp.float32),
+            prior_logits=prior,
+            value=jnp.where(certain, 0.0, value))
         return out, Node(_slim(child), child_slots)
 
     return recurrent_fn
@@ -127,7 +152,7 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
     For analysis and tests; `make_search` is what players use.
     """
     net = network_fn(evaluate)
-    recurrent_fn = make_recurrent_fn(game, evaluate)
+    recurrent_fn = make_recurrent_fn(game, evaluate, config)
     root_select, interior_select = selection.selection_fns(config)
     alpha = game.spec.dirichlet_alpha if config.dirichlet_alpha is None else config.dirichlet_alpha
 
@@ -151,7 +176,8 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
             params, search_key, root=root, recurrent_fn=recurrent_fn,
             root_action_selection_fn=root_select, interior_action_selection_fn=interior_select,
             num_simulations=config.num_simulations, max_depth=config.max_depth,
-            invalid_actions=(root_slots == slots.EMPTY).astype(jnp.float32), extra_data=extra)
+            invalid_actions=(root_slots == slots.EMPTY).astype(jnp.float32), extra_data=extra,
+            certainty=config.certainty_propagation)
         return tree, root.embedding, prior
 
     return run
@@ -175,33 +201,76 @@ def make_search(game, evaluate: Evaluate, config: SearchConfig, return_tree: boo
     return jax.jit(fn)
 
 
+class RootCertainty(NamedTuple):
+    """What the root knows for sure, per slot [B, W]: proven won / lost moves, exact values."""
+
+    won: jax.Array
+    lost: jax.Array
+    certain: jax.Array
+    value: jax.Array
+
+
+def root_certainty(game, config: SearchConfig, tree, root: Node, states) -> RootCertainty:
+    """Root edges that are certain (terminal or proven, see search/tree_search.py) + immediate wins."""
+    edges = lambda x: x[:, tree.ROOT_INDEX]
+    legal = root.slot_actions != slots.EMPTY
+    certain = legal & (edges(tree.children_index) != tree.UNVISITED) & (edges(tree.children_discounts) == 0)
+    value = jnp.where(certain, edges(tree.children_rewards), 0.0)
+    won = certain & (value > 0)
+    if config.win_check != "none":
+        won |= immediate_wins(game, states, root.slot_actions, config.win_check_max_checks)
+    if config.win_check == "tree" and config.win_check_max_replies:  # forcing lines, visited or not
+        won |= wins_in_two(game, states, root.slot_actions, config.win_check_max_replies,
+                           config.win_check_max_checks)
+    certain |= won
+    value = jnp.where(won, 1.0, value)
+    return RootCertainty(won=won, lost=certain & (value < 0), certain=certain, value=value)
+
+
 def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutput:
+    """Root statistics -> SearchOutput; a proven win is played, a proven loss avoided if possible."""
     rows = jnp.arange(prior.shape[0])
     visits = tree.children_visits[:, tree.ROOT_INDEX]
     q = tree.qvalues(jnp.full(rows.shape, tree.ROOT_INDEX))
     empty = root.slot_actions == slots.EMPTY
+    sure = root_certainty(game, config, tree, root, states)
+    any_won = jnp.any(sure.won, axis=1)
+    avoid = sure.lost & ~jnp.all(sure.lost | empty, axis=1, keepdims=True)
     explore = game.plies(states) < config.temperature_plies
     if config.policy == "puct":
         total = jnp.sum(visits, axis=1, keepdims=True)
         target = visits / jnp.maximum(total, 1)
-        logits = jnp.where(visits > 0, jnp.log(jnp.maximum(visits, 1)) / config.temperature, -jnp.inf)
+        logits = jnp.where((visits > 0) & ~avoid,
+                           jnp.log(jnp.maximum(visits, 1)) / config.temperature, -jnp.inf)
         sampled = jax.random.categorical(key, logits)
-        slot = jnp.where(explore, sampled, jnp.argmax(visits, axis=1))
+        slot = jnp.where(explore, sampled, jnp.argmax(jnp.where(avoid, -1, visits), axis=1))
     else:
         qtransform = selection.gumbel_qtransform(config)
         completed = jax.vmap(qtransform, in_axes=(0, None))(tree, tree.ROOT_INDEX)
         logits = tree.children_prior_logits[:, tree.ROOT_INDEX]
         target = jax.nn.softmax(jnp.where(empty, slots.EMPTY_LOGIT, logits + completed))
-        most = visits == jnp.max(visits, axis=1, keepdims=True)
+        open_visits = jnp.where(avoid | empty, -1, visits)
+        most = open_visits == jnp.max(open_visits, axis=1, keepdims=True)
         gumbel = jnp.where(explore[:, None], tree.extra_data.root_gumbel, 0.0)
         score = jnp.where(most & ~empty, gumbel + logits + completed, -jnp.inf)
         slot = jnp.argmax(score, axis=1)
+    # A proven win: the most visited winning move (the prior breaks ties); its target is certain.
+    win_slot = jnp.argmax(jnp.where(sure.won, visits + jax.nn.softmax(prior), -jnp.inf), axis=1)
+    slot = jnp.where(any_won, win_slot, slot)
+    won_target = sure.won / jnp.maximum(jnp.sum(sure.won, axis=1, keepdims=True), 1)
+    pruned = jnp.where(avoid, 0.0, target)
+    pruned = pruned / jnp.maximum(jnp.sum(pruned, axis=1, keepdims=True), 1e-9)
+    target = jnp.where(any_won[:, None], won_target, pruned)
+    all_certain = jnp.all(sure.certain | empty, axis=1) & ~jnp.all(empty, axis=1)
+    exact = jnp.max(jnp.where(sure.certain, sure.value, -jnp.inf), axis=1)
+    root_value = jnp.where(any_won, 1.0, jnp.where(all_certain, exact, tree.node_values[:, tree.ROOT_INDEX]))
     action = jnp.where(jnp.all(empty, axis=1), -1, root.slot_actions[rows, slot])
     return SearchOutput(
         action=action.astype(jnp.int32),
         slot_actions=root.slot_actions,
         visit_counts=visits,
         policy_target=jnp.where(empty, 0.0, target).astype(jnp.float32),
-        child_q=jnp.where(visits > 0, q, 0.0),
-        root_value=tree.node_values[:, tree.ROOT_INDEX],
-        prior_logits=prior)
+        child_q=jnp.where(sure.certain, sure.value, jnp.where(visits > 0, q, 0.0)),
+        root_value=root_value,
+        prior_logits=prior,
+        root_certain=any_won | all_certain)

@@ -52,7 +52,20 @@ def gumbel_interior(rng_key, tree: mctx.Tree, node, depth, *, qtransform) -> jax
     return _masked_argmax(score, logits)
 
 
+def qtransform_fpu(tree: mctx.Tree, node, *, fpu_reduction: float) -> jax.Array:
+    """Q in AlphaZero's [0, 1] scale, no normalisation; an unvisited move is worth the node's value
+    minus `fpu_reduction` (lc0's first-play urgency), so a tiny value edge between siblings (an
+    untrained network's noise) cannot starve the moves not yet tried, while proven values (+-1)
+    keep their full weight. [A] for one node of an unbatched tree."""
+    q = tree.qvalues(node)
+    visited = tree.children_visits[node] > 0
+    unvisited = tree.node_values[node] - fpu_reduction
+    return (jnp.clip(jnp.where(visited, q, unvisited), -1.0, 1.0) + 1.0) / 2.0
+
+
 def puct_qtransform(config: SearchConfig):
+    if config.q_transform == "fpu":
+        return functools.partial(qtransform_fpu, fpu_reduction=config.fpu_reduction)
     if config.q_transform == "min_max":
         return functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0)
     return mctx.qtransform_by_parent_and_siblings

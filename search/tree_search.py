@@ -6,6 +6,14 @@ actions) memory traffic per step and O(simulations^2) per search. `search` below
 algorithm (same random keys, same arithmetic, same `mctx.Tree`) whose backup loops over the batch
 at once and writes only the B entries it changes (scatter into the carry, done in place by XLA).
 tests/test_search_tree.py checks that it builds the identical tree to `mctx.search`.
+
+With `certainty=True` the backup also propagates certain values (an idea of lc0's "certainty
+propagation"), read from the edges alone: an edge with discount 0 that has been visited is
+certain (a terminal child, or one the recurrent fn proved) and its reward is its exact value for
+the mover. A node with a certainly won move (reward > 0), or whose every legal move is certain,
+is itself certain with value max(certain rewards); its parent edge then becomes certain with
+reward -value and discount 0, so a proven mate in N reaches the root as an exact +1 / -1.
+Legal moves are the slots whose prior logit is above `slots.EMPTY_LOGIT` (search/slots.py).
 """
 from __future__ import annotations
 
@@ -15,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from search import slots
+
 Tree = mctx.Tree
 
 
@@ -23,7 +33,8 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
            root_action_selection_fn: mctx.RootActionSelectionFn,
            interior_action_selection_fn: mctx.InteriorActionSelectionFn,
            num_simulations: int, max_depth: Optional[int] = None,
-           invalid_actions: Optional[jax.Array] = None, extra_data: Any = None) -> Tree:
+           invalid_actions: Optional[jax.Array] = None, extra_data: Any = None,
+           certainty: bool = False) -> Tree:
     """Drop-in for `mctx.search` (same arguments and result, `Tree` of shape [B, nodes, A])."""
     batch = root.value.shape[0]
     max_depth = num_simulations if max_depth is None else max_depth
@@ -42,7 +53,7 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
         child = tree.children_index[jnp.arange(batch), parent, action]
         child = jnp.where(child == Tree.UNVISITED, sim + 1, child)  # node i is born at simulation i
         tree = _expand(params, expand_key, tree, recurrent_fn, parent, action, child)
-        return rng_key, _backup(tree, child)
+        return rng_key, _backup(tree, child, certainty)
 
     tree = _new_tree(root, num_simulations, invalid_actions, extra_data)
     _, tree = jax.lax.fori_loop(0, num_simulations, body, (rng_key, tree))
@@ -104,7 +115,20 @@ def _write_node(tree: Tree, node, prior_logits, value, embedding) -> Tree:
         embeddings=jax.tree.map(lambda t, s: t.at[rows, node].set(s), tree.embeddings, embedding))
 
 
-def _backup(tree: Tree, leaf) -> Tree:
+def certain_value(tree: Tree, node: jax.Array):
+    """([B] bool, [B] value): whether each node [B] is certain, and its exact value for its mover."""
+    rows = jnp.arange(node.shape[0])
+    legal = ~slots.is_empty(tree.children_prior_logits[rows, node])
+    certain = legal & (tree.children_index[rows, node] != Tree.UNVISITED) & (
+        tree.children_discounts[rows, node] == 0)
+    reward = tree.children_rewards[rows, node]
+    won = jnp.any(certain & (reward > 0), axis=1)
+    settled = jnp.any(legal, axis=1) & jnp.all(certain | ~legal, axis=1)
+    best = jnp.max(jnp.where(certain, reward, -jnp.inf), axis=1)
+    return won | settled, jnp.where(won, jnp.maximum(best, 0.0), best)
+
+
+def _backup(tree: Tree, leaf, certainty: bool = False) -> Tree:
     """Backs each leaf value [B] up to its root, one tree level per iteration for the whole batch.
 
     Rows already at their root keep stepping with a no-op write (their root's own values).
@@ -116,6 +140,14 @@ def _backup(tree: Tree, leaf) -> Tree:
         moving = node != Tree.ROOT_INDEX
         parent = jnp.where(moving, tree.parents[rows, node], Tree.ROOT_INDEX)
         action = jnp.where(moving, tree.action_from_parent[rows, node], 0)
+        if certainty:  # the node became certain: its parent edge carries the exact value from now on
+            sure, exact = certain_value(tree, node)
+            prove = moving & sure & (tree.children_discounts[rows, parent, action] != 0)
+            tree = tree.replace(
+                children_rewards=tree.children_rewards.at[rows, parent, action].set(
+                    jnp.where(prove, -exact, tree.children_rewards[rows, parent, action])),
+                children_discounts=tree.children_discounts.at[rows, parent, action].set(
+                    jnp.where(prove, 0.0, tree.children_discounts[rows, parent, action])))
         count = tree.node_visits[rows, parent]
         value_up = (tree.children_rewards[rows, parent, action]
                     + tree.children_discounts[rows, parent, action] * value)

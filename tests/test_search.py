@@ -160,8 +160,9 @@ def test_puct_matches_python_reference_node_for_node(q_transform):
         live = jnp.array([ply < len(p) for p in positions])
         states = jax.tree.map(lambda a, b: jnp.where(
             live.reshape((-1,) + (1,) * (a.ndim - 1)), b, a), states, stepped)
+    # Plain AlphaZero, as the reference implements it: no forced-result shortcuts.
     config = SearchConfig(num_simulations=120, root_noise=False, temperature_plies=0,
-                          q_transform=q_transform)
+                          q_transform=q_transform, win_check="none", certainty_propagation=False)
     run = jax.jit(search.make_search(TTT, zero_network(TTT), config, return_tree=True))
     out, tree = run(None, states, jax.random.PRNGKey(0))
     for b, moves in enumerate(positions):

@@ -1,0 +1,143 @@
+"""Does the search see forced mates? Lichess mate puzzles solved by batched MCTS, as JSON.
+
+    .venv/bin/python bench/mates.py                                 # untrained chess_cpu net, 64 sims
+    .venv/bin/python bench/mates.py --network runs/cpu60/network --policy gumbel
+    .venv/bin/python bench/mates.py --win-check none --no-certainty # plain AlphaZero, for comparison
+
+The solver plays the whole line of `lichess_puzzles_themed.csv` (the opponent's replies are the
+puzzle's); at any solver move, a move that mates is accepted even if it is not the puzzle's. One
+JSON object: solved / total per theme, with the settings, simulations/s and the load average.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import chess  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import games  # noqa: E402
+import models  # noqa: E402
+import search  # noqa: E402
+from configs.paths import data_file  # noqa: E402
+from games import chess_bridge  # noqa: E402
+from search import SearchConfig  # noqa: E402
+
+CHESS = games.make("chess")
+
+
+@dataclasses.dataclass
+class Puzzle:
+    puzzle_id: str
+    board: chess.Board  # the solver to move
+    line: list[str]  # UCI moves from `board`: solver, opponent, solver, ...
+    solved: bool = False
+    failed: bool = False
+
+
+def load_puzzles(theme: str, count: int) -> list[Puzzle]:
+    out = []
+    with open(data_file("puzzles", "lichess_puzzles_themed.csv")) as f:
+        for row in csv.DictReader(f):
+            if theme in row["Themes"].split():
+                board = chess.Board(row["FEN"])
+                moves = row["Moves"].split()
+                board.push_uci(moves[0])  # Lichess: the FEN is before the opponent's setup move
+                out.append(Puzzle(row["PuzzleId"], board, moves[1:]))
+                if len(out) == count:
+                    break
+    return out
+
+
+def make_evaluate(network: str, seed: int):
+    """(evaluate, params): 'uniform' (zero logits and value), 'untrained' (chess_cpu net), or a dir."""
+    if network == "uniform":
+        def evaluate(params, obs):
+            return jnp.zeros((obs.shape[0], CHESS.num_actions)), jnp.zeros((obs.shape[0],))
+        return evaluate, None
+    if network == "untrained":
+        import yaml
+        from configs.loader import from_dict
+        preset = yaml.safe_load(Path(__file__).resolve().parents[1].joinpath(
+            "configs", "chess_cpu.yaml").read_text())
+        net = models.make_network(from_dict(models.NetworkConfig, preset["network"]), CHESS.spec)
+        obs = CHESS.observe(CHESS.init(jax.random.split(jax.random.PRNGKey(seed), 1)))
+        variables = net.init(jax.random.PRNGKey(seed), obs, train=False)
+        return (lambda v, o: net.apply(v, o, train=False)), variables
+    from models import checkpoint
+    ckpt = checkpoint.load(network)
+    net = ckpt.module()
+    return (lambda v, o: net.apply(v, o, train=False)), jax.tree.map(jnp.asarray, ckpt.variables)
+
+
+def solve(puzzles: list[Puzzle], run, params, seed: int) -> int:
+    """Plays every puzzle's line with `run` (one batched search per solver move); returns searches."""
+    searches, ply = 0, 0
+    while any(not (p.solved or p.failed) for p in puzzles):
+        live = [p for p in puzzles if not (p.solved or p.failed)]
+        states = [chess_bridge.board_to_state(p.board) for p in live]
+        states = jax.tree.map(lambda *x: jnp.stack(x), *states)
+        out = run(params, states, jax.random.PRNGKey(seed + ply))
+        searches += len(live)
+        for b, p in enumerate(live):
+            move = chess_bridge.pgx_action_to_move(int(out.action[b]), p.board)
+            p.board.push(move)
+            if p.board.is_checkmate():
+                p.solved = True
+            elif move.uci() != p.line[0] or len(p.line) < 3:
+                p.failed = True
+            else:
+                p.board.push_uci(p.line[1])
+                p.line = p.line[2:]
+        ply += 1
+    return searches
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--network", default="untrained", help="uniform | untrained | a network directory")
+    ap.add_argument("--policy", default="puct", choices=search.config.POLICIES)
+    ap.add_argument("--sims", type=int, default=64)
+    ap.add_argument("--q-transform", default="parent_and_siblings", choices=search.config.Q_TRANSFORMS)
+    ap.add_argument("--fpu-reduction", type=float, default=SearchConfig.fpu_reduction)
+    ap.add_argument("--win-check", default="tree", choices=search.config.WIN_CHECKS)
+    ap.add_argument("--no-certainty", action="store_true", help="no certainty propagation")
+    ap.add_argument("--themes", default="mateIn1,mateIn2,mateIn3")
+    ap.add_argument("--count", type=int, default=100, help="puzzles per theme (the file's first)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    config = SearchConfig(policy=args.policy, num_simulations=args.sims, root_noise=False,
+                          temperature_plies=0, gumbel_scale=0.0, q_transform=args.q_transform,
+                          fpu_reduction=args.fpu_reduction,
+                          win_check=args.win_check,
+                          certainty_propagation=not args.no_certainty)
+    evaluate, params = make_evaluate(args.network, args.seed)
+    run = search.make_search(CHESS, evaluate, config)
+    result = {"network": args.network, "search": dataclasses.asdict(config), "themes": {}}
+    for theme in args.themes.split(","):
+        puzzles = load_puzzles(theme, args.count)
+        start = time.perf_counter()
+        searches = solve(puzzles, run, params, args.seed)
+        seconds = time.perf_counter() - start
+        solved = sum(p.solved for p in puzzles)
+        result["themes"][theme] = {"solved": solved, "total": len(puzzles),
+                                   "rate": round(solved / max(len(puzzles), 1), 3),
+                                   "searches": searches, "seconds": round(seconds, 1),
+                                   "sims_per_s": round(searches * args.sims / seconds, 1)}
+    result["load_average"] = os.getloadavg()[0]
+    print(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()
