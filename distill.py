@@ -2,7 +2,11 @@
 
     python distill.py annotate --config configs/distill_cpu.yaml
     python distill.py train    --config configs/distill_cpu.yaml --set data.target=bc train.out_dir=runs/distill/bc
-    python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.checkpoint=runs/distill/bc
+    python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.net=runs/distill/bc
+    python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.player=stockfish:nodes=500
+
+`train` writes the training state (train.out_dir/state/, resumable) and the student's network
+directory (train.out_dir/student/), which arena plays as `av:/sv:/bc:net=DIR` agents.
 """
 from __future__ import annotations
 

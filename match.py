@@ -1,12 +1,16 @@
 """Elo matches between agents: two players head to head, or a round robin of several.
 
     python match.py "stockfish:skill=0,nodes=1000" random --games 20 --book 2moves_v1.epd
-    python match.py random "stockfish:skill=0" "mcts:ckpt=runs/x/ckpt,sims=64" --games 10 --workers 2
-    python match.py "mcts:ckpt=new,sims=200" "mcts:ckpt=old,sims=200" --games 400 --sprt 0,10
+    python match.py random "stockfish:skill=0" "mcts:net=runs/x/network,sims=64" --games 10 --workers 2
+    python match.py "mcts:net=new,sims=200" "mcts:net=old,sims=200" --games 400 --sprt 0,10
+    python match.py --config configs/match.yaml --set games=100 rules.max_plies=300 sprt.elo1=10
 
+Settings are arena.match.MatchConfig, loaded from `--config` YAML, then the flags below (shortcuts),
+then dotted `--set KEY=VALUE` overrides; positional agent specs replace `players`.
 Writes every game to <out>/games.pgn as it finishes and the results to <out>/results.json, and
 prints the score, Elo with 95% intervals and (for 3+ players) BayesElo-style ratings.
-A bad spec, book or missing checkpoint/engine prints one line and exits with status 2.
+A bad config key or value, spec, book or missing network directory/engine prints one line and
+exits with status 2.
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ import datetime
 import os
 import sys
 from pathlib import Path
+
+NETWORK_KINDS = ("mcts", "policy", "av", "sv", "bc")  # specs whose agents run JAX networks
 
 
 def _book_path(name: str | None) -> str | None:
@@ -28,46 +34,87 @@ def _book_path(name: str | None) -> str | None:
     raise FileNotFoundError(f"opening book '{name}' not found (nor {candidate})")
 
 
-def _sprt(text: str | None):
-    if text is None:
-        return None
-    from arena.sprt import SprtConfig
+def _sprt(text: str) -> dict:
+    """'elo0,elo1[,alpha,beta]' -> the sprt section of the config."""
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         raise ValueError(f"--sprt '{text}': expected elo0,elo1[,alpha,beta]") from None
     if len(values) not in (2, 4):
         raise ValueError(f"--sprt '{text}': expected elo0,elo1[,alpha,beta]")
-    return SprtConfig(*values)
+    return dict(zip(("elo0", "elo1", "alpha", "beta"), values))
+
+
+# flag -> dotted config key (flags left unset do not override the config)
+_SHORTCUTS = {"games": "games", "book": "book", "order": "order", "book_start": "book_start",
+              "seed": "seed", "workers": "workers", "max_plies": "rules.max_plies",
+              "resign_cp": "rules.resign_cp", "resign_moves": "rules.resign_moves",
+              "draw_cp": "rules.draw_cp", "draw_moves": "rules.draw_moves",
+              "draw_move_number": "rules.draw_move_number", "nodes": "nodes",
+              "movetime": "movetime_ms", "anchor": "anchor", "event": "event"}
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="agent specs: random | stockfish:skill=K,nodes=N|movetime=MS | "
-                                       "uci:cmd=\"...\" | mcts:ckpt=PATH,sims=N | policy:ckpt=PATH | "
-                                       "av:/sv:/bc:ckpt=PATH  (each also takes name=...)")
-    p.add_argument("players", nargs="+", help="agent specs (2: a match, 3+: a round robin)")
-    p.add_argument("--games", type=int, default=10, help="games per pairing (even: both colours)")
+                                       "uci:cmd=\"...\" | mcts:net=DIR,sims=N[,SearchConfig key=value...] | "
+                                       "policy:net=DIR | av:/sv:/bc:net=DIR  (each also takes name=...; "
+                                       "DIR is a network directory)")
+    p.add_argument("players", nargs="*", help="agent specs (2: a match, 3+: a round robin)")
+    p.add_argument("--config", help="match config YAML (arena.match.MatchConfig), e.g. configs/match.yaml")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="dotted config overrides, e.g. --set games=100 rules.max_plies=300 (repeatable)")
+    p.add_argument("--games", type=int, help="games per pairing (even: both colours; default 10)")
     p.add_argument("--book", help="opening book .epd/.pgn/.tsv (path, or a file in <data>/openings/)")
-    p.add_argument("--order", choices=("random", "sequential"), default="random")
-    p.add_argument("--book-start", type=int, default=0, help="first entry for sequential order")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random opening choice")
-    p.add_argument("--workers", type=int, default=1, help="games in parallel (processes)")
-    p.add_argument("--max-plies", type=int, default=512, help="draw after this many plies")
+    p.add_argument("--order", choices=("random", "sequential"), help="opening order (default random)")
+    p.add_argument("--book-start", type=int, help="first entry for sequential order")
+    p.add_argument("--seed", type=int, help="seed of the random opening choice")
+    p.add_argument("--workers", type=int, help="games in parallel (processes)")
+    p.add_argument("--max-plies", type=int, help="draw after this many plies (default 512)")
     p.add_argument("--resign-cp", type=int, help="resign adjudication threshold (centipawns)")
-    p.add_argument("--resign-moves", type=int, default=3)
+    p.add_argument("--resign-moves", type=int)
     p.add_argument("--draw-cp", type=int, help="draw adjudication threshold (centipawns)")
-    p.add_argument("--draw-moves", type=int, default=8)
-    p.add_argument("--draw-move-number", type=int, default=40)
+    p.add_argument("--draw-moves", type=int)
+    p.add_argument("--draw-move-number", type=int)
     p.add_argument("--nodes", type=int, help="nodes/simulations per move for every agent")
     p.add_argument("--movetime", type=int, help="milliseconds per move for every agent")
     p.add_argument("--sprt", help="elo0,elo1[,alpha,beta]: stop when decided (2 players)")
     p.add_argument("--anchor", help="player name whose rating is fixed at 0 (default: the first)")
     p.add_argument("--out", help="output directory (default runs/match/<time>)")
-    p.add_argument("--event", default="zerochess match")
+    p.add_argument("--event", help="PGN Event header")
     p.add_argument("--no-progress", action="store_true")
     return p
+
+
+def load_config(args: argparse.Namespace):
+    """The MatchConfig of the command line: YAML < flags < --set; the book resolved, the PGN and
+    JSON paths under --out (or runs/match/<time>) unless the config names them."""
+    import dataclasses
+
+    from arena.match import MatchConfig
+    from configs.loader import load
+
+    extra: dict = {}
+    for flag, key in _SHORTCUTS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            node = extra
+            *parents, leaf = key.split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+    if args.sprt is not None:
+        extra["sprt"] = _sprt(args.sprt)
+    if args.players:
+        extra["players"] = list(args.players)
+    if args.config is None and not args.players:
+        raise ValueError("give at least two agent specs (or a --config with players)")
+    cfg = load(MatchConfig, args.config, args.set, extra)
+    out = Path(args.out or Path("runs") / "match" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    return dataclasses.replace(cfg, book=_book_path(cfg.book),
+                               pgn_path=cfg.pgn_path or str(out / "games.pgn"),
+                               json_path=cfg.json_path or str(out / "results.json"))
 
 
 def _fmt(x) -> str:
@@ -116,25 +163,17 @@ def print_summary(summary: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from arena.match import MatchConfig, run_match
-    from arena.play import Adjudication
+    from arena.match import run_match
+    from configs.loader import ConfigError
     try:
-        if len(args.players) < 2:
-            raise ValueError("give at least two agent specs")
-        out = Path(args.out or Path("runs") / "match" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
-        rules = Adjudication(args.max_plies, args.resign_cp, args.resign_moves, args.draw_cp,
-                             args.draw_moves, args.draw_move_number)
-        cfg = MatchConfig(players=tuple(args.players), games=args.games, book=_book_path(args.book),
-                          order=args.order, book_start=args.book_start, seed=args.seed,
-                          workers=args.workers, rules=rules, nodes=args.nodes,
-                          movetime=args.movetime / 1000 if args.movetime else None,
-                          sprt=_sprt(args.sprt), anchor=args.anchor,
-                          pgn_path=str(out / "games.pgn"), json_path=str(out / "results.json"),
-                          event=args.event)
-        if any(a.startswith(("mcts", "policy", "av", "sv", "bc")) for a in args.players):
+        cfg = load_config(args)
+        if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in cfg.players):
             from configs.runtime import enable_compilation_cache
             os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache()  # for workers too
         summary = run_match(cfg, progress=not args.no_progress)
+    except ConfigError as e:
+        print(f"match.py: config error: {e}", file=sys.stderr)
+        return 2
     except (ValueError, FileNotFoundError) as e:
         print(f"match.py: {e}", file=sys.stderr)
         return 2

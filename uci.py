@@ -1,9 +1,9 @@
 """A UCI engine around any zerochess agent, for chess GUIs and match runners.
 
-    python uci.py --agent "mcts:ckpt=runs/chess/ckpt,sims=800"
+    python uci.py --agent "mcts:net=runs/chess/network,sims=800"
     python uci.py --agent random
 
-A bad spec, a missing checkpoint or engine prints one line and exits with status 2.
+A bad spec, a missing network directory or engine prints one line and exits with status 2.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agent", required=True, help="agent spec, e.g. 'mcts:ckpt=PATH,sims=800'")
+    parser.add_argument("--agent", required=True,
+                        help="agent spec, e.g. 'mcts:net=DIR,sims=800' (DIR: a network directory)")
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from arena.spec import make_agent

@@ -11,6 +11,7 @@ all keys optional:
     pv: list[Move]     principal variation starting with the chosen move
     depth: int         search depth, where the agent has one
     time: float        seconds spent
+    scores: dict[str, float]   per legal move (UCI) the score the move was chosen from (students)
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""External UCI engines as agents (Stockfish and any `uci:cmd="..."`) via python-chess.
+"""External UCI engines as agents (Stockfish and any `uci:cmd="..."`) via python-chess, and the
+one place that finds the Stockfish binary (arena's agents and distill's annotation both use it).
 
 Stockfish comes from Debian's package at /usr/games/stockfish (not on PATH); `path=` or
 $STOCKFISH_BIN overrides it.
@@ -20,13 +21,13 @@ DEFAULT_MOVETIME_MS = 100  # when a spec gives neither nodes, movetime nor depth
 
 
 def find_stockfish(path: str | None = None) -> str:
-    """The Stockfish binary: `path`, $STOCKFISH_BIN, PATH or the Debian location."""
-    for candidate in (path, os.environ.get("STOCKFISH_BIN"), shutil.which("stockfish"),
-                      *STOCKFISH_CANDIDATES):
+    """The Stockfish binary: `path` if given (it must be there), else the first executable of
+    $STOCKFISH_BIN, `stockfish` on PATH, /usr/games/stockfish (Debian), /usr/bin, /usr/local/bin."""
+    candidates = (path,) if path else (os.environ.get("STOCKFISH_BIN"), shutil.which("stockfish"),
+                                       *STOCKFISH_CANDIDATES)
+    for candidate in candidates:
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
-        if path:
-            break
     raise FileNotFoundError(
         f"Stockfish not found{f' at {path}' if path else ''}: "
         "install it with 'apt-get install -y stockfish' or set STOCKFISH_BIN")

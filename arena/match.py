@@ -21,36 +21,55 @@ import os
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal, Optional
 
 from arena.agent import Agent, Limit
 from arena.elo import elo_pentanomial, elo_wdl, pentanomial
 from arena.openings import START, Book, Opening, pick
-from arena.play import Adjudication, GameRecord, play_game
+from arena.play import Adjudication, PlayedGame, play_game
 from arena.ratings import GameResult, fit_ratings
 from arena.spec import check_agent, make_agent
 from arena.sprt import SprtConfig, sprt_pentanomial
+from configs.loader import check_choices
 
 
 @dataclasses.dataclass(frozen=True)
 class MatchConfig:
-    """One match or round robin."""
+    """One match or round robin (match.py loads it from YAML with --set overrides)."""
 
     players: tuple[str, ...]  # agent specs; 2 = a match, more = a round robin
-    games: int = 2  # games per pairing (rounded up to even: each opening with both colours)
-    book: str | None = None  # opening book (.epd/.pgn/.tsv); None: the initial position
-    order: str = "random"  # "random" or "sequential" pick of openings
+    games: int = 10  # games per pairing (rounded up to even: each opening with both colours)
+    book: Optional[str] = None  # opening book (.epd/.pgn/.tsv); None: the initial position
+    order: Literal["random", "sequential"] = "random"  # how openings are picked from the book
     book_start: int = 0  # first book entry for sequential order
     seed: int = 0  # opening choice
     workers: int = 1  # parallel games (processes); 1 = in this process
     rules: Adjudication = Adjudication()  # ply cap, resign and draw adjudication
-    nodes: int | None = None  # per-move limit applied to every agent (None: each agent's own)
-    movetime: float | None = None  # seconds per move for every agent (None: each agent's own)
-    sprt: SprtConfig | None = None  # stop a 2-player match when decided
-    anchor: str | None = None  # rating anchor (player name); default the first player
-    pgn_path: str | None = None  # append every game here
-    json_path: str | None = None  # results summary
-    event: str = "zerochess match"
+    nodes: Optional[int] = None  # per-move limit applied to every agent (None: each agent's own)
+    movetime_ms: Optional[int] = None  # milliseconds per move for every agent (None: each agent's own)
+    sprt: Optional[SprtConfig] = None  # stop a 2-player match when decided
+    anchor: Optional[str] = None  # rating anchor (player name); default the first player
+    pgn_path: Optional[str] = None  # append every game here
+    json_path: Optional[str] = None  # results summary
+    event: str = "zerochess match"  # PGN Event header
+
+    def __post_init__(self):
+        check_choices(self)
+        if len(self.players) < 2:
+            raise ValueError("a match needs at least two players")
+        if self.sprt is not None and len(self.players) != 2:
+            raise ValueError("SPRT needs exactly two players")
+        for name in ("games", "workers", "nodes", "movetime_ms"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+
+    def limit(self) -> Limit | None:
+        """The per-move limit every agent gets (None: each its own default)."""
+        if self.nodes is None and self.movetime_ms is None:
+            return None
+        return Limit(nodes=self.nodes,
+                     movetime=None if self.movetime_ms is None else self.movetime_ms / 1000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +146,7 @@ def _init_worker() -> None:
 
 
 def play_task(task: Task, names: tuple[str, str], rules: Adjudication, limit: Limit | None,
-              event: str) -> GameRecord:
+              event: str) -> PlayedGame:
     """Plays one scheduled game with this process's agents."""
     return play_game(_agent(task.white, task.white_spec), _agent(task.black, task.black_spec),
                      task.opening, rules, limit, event, str(task.round), *names)
@@ -142,12 +161,12 @@ class Standings:
         self.names, self.pairings = names, pairings
         self.wdl = [[0, 0, 0] for _ in pairings]
         self.pair_points: list[dict[int, list[float]]] = [defaultdict(list) for _ in pairings]
-        self.records: list[tuple[Task, GameRecord]] = []
+        self.games: list[tuple[Task, PlayedGame]] = []
 
-    def add(self, task: Task, record: GameRecord) -> None:
-        self.records.append((task, record))
+    def add(self, task: Task, game: PlayedGame) -> None:
+        self.games.append((task, game))
         i, _ = self.pairings[task.pairing]
-        points = record.white_score if task.white == i else 1 - record.white_score
+        points = game.white_score if task.white == i else 1 - game.white_score
         self.wdl[task.pairing][{1.0: 0, 0.5: 1, 0.0: 2}[points]] += 1
         self.pair_points[task.pairing][(task.round - 1) // (2 * len(self.pairings))].append(points)
 
@@ -178,7 +197,7 @@ class Standings:
                 elo = f"Elo {est.elo:+.0f} [{est.lower:+.0f}, {est.upper:+.0f}]"
             return f"{self.names[0]} vs {self.names[1]}: +{w} ={d} -{l} {elo}"
         points = defaultdict(float)
-        for _, r in self.records:
+        for _, r in self.games:
             points[r.white] += r.white_score
             points[r.black] += 1 - r.white_score
         best = sorted(points.items(), key=lambda kv: -kv[1])[:3]
@@ -197,20 +216,20 @@ def _json_safe(x):
 
 
 def summarize(cfg: MatchConfig, standings: Standings, wall: float, stopped: str | None) -> dict:
-    records = [r for _, r in standings.records]
+    played = [g for _, g in standings.games]
     summary = {
         "players": standings.names, "specs": list(cfg.players),
         "config": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "players"},
-        "games_played": len(records), "stopped": stopped, "wall_seconds": wall,
-        "seconds_per_game": wall / len(records) if records else None,
-        "mean_game_seconds": sum(r.seconds for r in records) / len(records) if records else None,
+        "games_played": len(played), "stopped": stopped, "wall_seconds": wall,
+        "seconds_per_game": wall / len(played) if played else None,
+        "mean_game_seconds": sum(g.seconds for g in played) / len(played) if played else None,
         "pairings": [standings.pairing_summary(p, cfg.sprt if len(standings.pairings) == 1 else None)
                      for p in range(len(standings.pairings))],
         "games": [{k: v for k, v in dataclasses.asdict(r).items() if k != "pgn"} | {"round": t.round}
-                  for t, r in sorted(standings.records, key=lambda tr: tr[0].round)],
+                  for t, r in sorted(standings.games, key=lambda tr: tr[0].round)],
     }
-    if records:
-        ratings = fit_ratings([GameResult(r.white, r.black, r.white_score) for r in records],
+    if played:
+        ratings = fit_ratings([GameResult(g.white, g.black, g.white_score) for g in played],
                               anchor=cfg.anchor or standings.names[0], players=standings.names)
         summary["ratings"] = {"anchor": ratings.anchor, "advantage": ratings.advantage,
                               "draw_elo": ratings.draw_elo, "table": ratings.table()}
@@ -219,33 +238,27 @@ def summarize(cfg: MatchConfig, standings: Standings, wall: float, stopped: str 
 
 # ---- the driver -------------------------------------------------------------------------------
 
-def run_match(cfg: MatchConfig, on_game: Callable[[Standings, GameRecord], None] | None = None,
+def run_match(cfg: MatchConfig, on_game: Callable[[Standings, PlayedGame], None] | None = None,
               progress: bool = True) -> dict:
     """Plays the match and returns the summary (also written to cfg.json_path)."""
-    if len(cfg.players) < 2:
-        raise ValueError("a match needs at least two players")
-    if cfg.sprt is not None and len(cfg.players) != 2:
-        raise ValueError("SPRT needs exactly two players")
-    if cfg.games < 1 or cfg.workers < 1:
-        raise ValueError("games and workers must be >= 1")
     names = player_names(cfg.players)
     pairings, tasks = schedule(cfg)
     standings = Standings(names, pairings)
-    limit = Limit(nodes=cfg.nodes, movetime=cfg.movetime) if cfg.nodes or cfg.movetime else None
+    limit = cfg.limit()
     pgn_file = None
     if cfg.pgn_path:
         Path(cfg.pgn_path).parent.mkdir(parents=True, exist_ok=True)
         pgn_file = open(cfg.pgn_path, "a")
     start, stopped = time.perf_counter(), None
 
-    def finished(task: Task, record: GameRecord) -> bool:
+    def finished(task: Task, game: PlayedGame) -> bool:
         """Records a game; True when the SPRT has decided."""
-        standings.add(task, record)
+        standings.add(task, game)
         if pgn_file:
-            pgn_file.write(record.pgn + "\n\n")
+            pgn_file.write(game.pgn + "\n\n")
             pgn_file.flush()
         if on_game:
-            on_game(standings, record)
+            on_game(standings, game)
         if cfg.sprt is not None:
             return sprt_pentanomial(standings.pentanomial(0), cfg.sprt).decision != "continue"
         return False

@@ -1,4 +1,9 @@
-"""Agents from a self-play network checkpoint: `policy` (the prior alone) and `mcts` (search).
+"""Agents from a self-play network directory: `policy` (the prior alone) and `mcts` (search).
+
+The MCTS agent searches as the network was trained: the SearchConfig recorded in the network
+directory's metadata["search"] (self-play writes it; a directory without one gets SearchConfig's
+defaults with 800 simulations), with no root noise and the most visited move played (temperature 0),
+and then the spec's search keys on top (`mcts:net=DIR,policy=puct,sims=64`).
 
 Both read pgx observations, so the pgx state of the game (with its history planes and repetition
 counts) is kept in step with the board: a board that extends the last one by a few moves is
@@ -7,8 +12,10 @@ JAX and the network load only when such an agent is built.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
+from typing import Any, Mapping
 
 import chess
 
@@ -16,6 +23,8 @@ from arena.agent import Agent, Limit, Option
 
 # Simulation counts a time budget may choose from (each count compiles once, so keep few).
 _SIM_GRID = (8, 16, 32, 64, 128, 256, 512, 800, 1600, 3200, 6400)
+DEFAULT_SIMULATIONS = 800  # for a network directory that records no search config
+ALL_PLIES = 1 << 30  # temperature_plies that samples every move
 
 
 def _parse_temperature(value: str) -> float:
@@ -40,8 +49,9 @@ class _PgxTracker:
         self._state = None
 
     def state(self, board: chess.Board):
-        from games import chess_bridge
         import jax.numpy as jnp
+
+        from games import chess_bridge
         root_fen = board.root().fen()
         stack = board.move_stack
         if (self._state is None or root_fen != self._root_fen or len(stack) < len(self._moves)
@@ -59,19 +69,43 @@ class _PgxTracker:
         return self._state
 
 
-class _NetworkAgent(Agent):
-    """Loads a chess checkpoint; subclasses pick moves from the network outputs."""
+def search_config(metadata: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+                  where: str = "network directory"):
+    """The SearchConfig an MCTS agent plays with: metadata["search"] (the fields the network was
+    trained with) or the defaults with DEFAULT_SIMULATIONS, then no root noise, greedy play
+    (temperature_plies 0) and forced results looked for at every node (win_check "tree": one
+    position at a time, where self-play's batches use "root"), then `overrides` (SearchConfig
+    fields). ValueError names a bad key."""
+    from configs.loader import ConfigError, from_dict
+    from search.config import SearchConfig
+    recorded = metadata.get("search")
+    try:
+        base = (from_dict(SearchConfig, recorded, prefix="search") if recorded is not None
+                else SearchConfig(num_simulations=DEFAULT_SIMULATIONS))
+    except ConfigError as e:
+        raise ValueError(f"{where}: recorded search config: {e}") from None
+    base = dataclasses.replace(base, root_noise=False, temperature_plies=0, win_check="tree")
+    try:
+        return dataclasses.replace(base, **(overrides or {}))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: {e}") from None
 
-    def __init__(self, ckpt_path: str, name: str, temperature: float = 0.0, seed: int = 0):
+
+class _NetworkAgent(Agent):
+    """Loads a chess network directory; subclasses pick moves from the network outputs."""
+
+    def __init__(self, net_dir: str, name: str, temperature: float = 0.0, seed: int = 0):
         import jax
+
         from models import checkpoint
-        ckpt = checkpoint.load(ckpt_path)
-        if ckpt.game != "chess":
-            raise ValueError(f"checkpoint {ckpt_path} plays '{ckpt.game}', not chess "
+        network = checkpoint.load(net_dir)
+        if network.game != "chess":
+            raise ValueError(f"network directory {net_dir} plays '{network.game}', not chess "
                              "(searchless students are av:/sv:/bc: agents)")
         self.name = name
-        self.module = ckpt.module()
-        self.variables = jax.tree.map(jax.numpy.asarray, ckpt.variables)
+        self.metadata = network.metadata
+        self.module = network.module()
+        self.variables = jax.tree.map(jax.numpy.asarray, network.variables)
         self.temperature = temperature
         self._key = jax.random.PRNGKey(seed)
         self._tracker = _PgxTracker()
@@ -120,8 +154,8 @@ class _NetworkAgent(Agent):
 class PolicyAgent(_NetworkAgent):
     """The network prior alone: argmax over legal moves (or sampled with `temperature`)."""
 
-    def __init__(self, ckpt_path: str, name: str, temperature: float = 0.0, seed: int = 0):
-        super().__init__(ckpt_path, name, temperature, seed)
+    def __init__(self, net_dir: str, name: str, temperature: float = 0.0, seed: int = 0):
+        super().__init__(net_dir, name, temperature, seed)
         import jax
         self._apply = jax.jit(self.evaluate)
 
@@ -144,17 +178,22 @@ class PolicyAgent(_NetworkAgent):
 
 
 class MctsAgent(_NetworkAgent):
-    """Network + MCTS (search.make_search, PUCT, no root noise); the most visited move, or
+    """Network + MCTS (search.make_search with `search_config`); the most visited move, or
     visits ** (1 / temperature) sampled when temperature > 0."""
 
-    def __init__(self, ckpt_path: str, name: str, simulations: int = 800,
+    def __init__(self, net_dir: str, name: str, search: Mapping[str, Any] | None = None,
                  temperature: float = 0.0, seed: int = 0):
-        super().__init__(ckpt_path, name, temperature, seed)
+        """search: SearchConfig fields over the recorded config (e.g. {"num_simulations": 64})."""
+        super().__init__(net_dir, name, temperature, seed)
         import games
-        self.simulations = simulations
+        self.search = search_config(self.metadata, search, f"network directory {net_dir}")
         self._game = games.make("chess")
-        self._searches: dict[tuple[int, float], object] = {}
+        self._searches: dict[object, object] = {}  # SearchConfig -> compiled search
         self._seconds_per_sim: float | None = None  # measured on compiled searches
+
+    @property
+    def simulations(self) -> int:
+        return self.search.num_simulations
 
     def options(self) -> list[Option]:
         return [Option("Simulations", "spin", self.simulations, 1, 100000), *super().options()]
@@ -167,20 +206,24 @@ class MctsAgent(_NetworkAgent):
                 raise ValueError(f"simulations must be an integer, got '{value}'") from None
             if not 1 <= sims <= 100000:
                 raise ValueError(f"simulations must be in 1..100000, got {sims}")
-            self.simulations = sims
+            self.search = dataclasses.replace(self.search, num_simulations=sims)
         else:
             super().configure(name, value)
 
-    def _search_fn(self, sims: int):
-        from search import SearchConfig, make_search
-        key = (sims, self.temperature)
-        if key not in self._searches:
-            greedy = self.temperature == 0
-            config = SearchConfig(num_simulations=sims, root_noise=False,
-                                  temperature=1.0 if greedy else self.temperature,
-                                  temperature_plies=0 if greedy else 1 << 30)
-            self._searches[key] = make_search(self._game, self.evaluate, config, return_tree=True)
-        return self._searches[key]
+    def _config(self, sims: int):
+        """The search of one move: `sims` simulations; temperature > 0 samples (every move unless
+        the config limits it to its first temperature_plies)."""
+        config = dataclasses.replace(self.search, num_simulations=sims)
+        if self.temperature > 0:
+            config = dataclasses.replace(config, temperature=self.temperature,
+                                         temperature_plies=config.temperature_plies or ALL_PLIES)
+        return config
+
+    def _search_fn(self, config):
+        from search import make_search
+        if config not in self._searches:
+            self._searches[config] = make_search(self._game, self.evaluate, config, return_tree=True)
+        return self._searches[config]
 
     def _simulations_for(self, limit: Limit | None) -> int:
         if limit is None or limit.infinite:
@@ -198,11 +241,12 @@ class MctsAgent(_NetworkAgent):
     def select(self, board: chess.Board, limit: Limit | None = None, stop=None):
         start = time.perf_counter()
         sims = self._simulations_for(limit)
-        compiled = (sims, self.temperature) in self._searches
+        config = self._config(sims)
+        compiled = config in self._searches
         states = self._batched_state(board)
         if states is None:
             return self._rules_move(board)
-        out, tree = self._search_fn(sims)(self.variables, states, self._next_key())
+        out, tree = self._search_fn(config)(self.variables, states, self._next_key())
         action = int(out.action[0])
         if action < 0:
             raise ValueError(f"search found no legal move at {board.fen()}")
@@ -216,6 +260,7 @@ class MctsAgent(_NetworkAgent):
     def _principal_variation(self, tree, board: chess.Board, first: chess.Move) -> list[chess.Move]:
         """Most-visited path from the root, starting with the move played."""
         import numpy as np
+
         from games import chess_bridge
         visits = np.asarray(tree.children_visits[0])
         children = np.asarray(tree.children_index[0])
@@ -246,9 +291,13 @@ class MctsAgent(_NetworkAgent):
 
 
 def make_network_agent(spec) -> Agent:
-    """mcts:/policy: spec -> agent."""
+    """mcts:/policy: spec -> agent; for mcts the spec's SearchConfig keys (parsed and checked by
+    arena.spec) override the network directory's recorded search."""
+    from arena.spec import search_keys
     temperature = spec.get("temperature", 0.0)
     seed = spec.get("seed", 0)
     if spec.kind == "policy":
-        return PolicyAgent(spec.get("ckpt"), spec.name, temperature, seed)
-    return MctsAgent(spec.get("ckpt"), spec.name, spec.get("sims", 800), temperature, seed)
+        return PolicyAgent(spec.get("net"), spec.name, temperature, seed)
+    keys = search_keys()
+    search = {k: v for k, v in spec.options if k in keys and k != "temperature"}
+    return MctsAgent(spec.get("net"), spec.name, search, temperature, seed)

@@ -32,7 +32,7 @@ class Adjudication:
 
 
 @dataclasses.dataclass(frozen=True)
-class GameRecord:
+class PlayedGame:
     """What a match keeps of one game."""
 
     white: str
@@ -125,7 +125,7 @@ class _Adjudicator:
 
 def play_game(white: Agent, black: Agent, opening: Opening, rules: Adjudication = Adjudication(),
               limit: Limit | None = None, event: str = "zerochess match", round_: str = "?",
-              white_name: str | None = None, black_name: str | None = None) -> GameRecord:
+              white_name: str | None = None, black_name: str | None = None) -> PlayedGame:
     """Plays one game; an agent error or illegal move loses the game (termination says why)."""
     start = time.perf_counter()
     board = opening.board()
@@ -192,6 +192,6 @@ def play_game(white: Agent, black: Agent, opening: Opening, rules: Adjudication 
     })
     game.headers["Result"] = result
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
-    return GameRecord(names[0], names[1], result, termination, len(board.move_stack) - book_plies,
+    return PlayedGame(names[0], names[1], result, termination, len(board.move_stack) - book_plies,
                       opening.name, game.accept(exporter), time.perf_counter() - start,
                       thinking[chess.WHITE], thinking[chess.BLACK])

@@ -3,16 +3,21 @@
     random                              uniformly random legal moves
     stockfish:skill=0,nodes=1000        Stockfish (or movetime=MS, depth=D; path=BINARY)
     uci:cmd="/path/engine --flag",movetime=100      any UCI engine
-    mcts:ckpt=runs/x/ckpt,sims=800      network + MCTS
-    policy:ckpt=runs/x/ckpt             network prior only (argmax), no search
-    av:ckpt=PATH / sv:ckpt=PATH / bc:ckpt=PATH      searchless students (distill/)
+    mcts:net=runs/x/network,sims=800    network + MCTS; any SearchConfig field is a key too
+                                        (policy=gumbel, q_transform=min_max, pb_c_init=2, ...)
+    policy:net=runs/x/network           network prior only (argmax), no search
+    av:net=DIR / sv:net=DIR / bc:net=DIR        searchless students (distill/)
 
+`net=` is a network directory (models/checkpoint.py; `ckpt=` is an old alias). For `mcts`, the
+search starts from the SearchConfig the network directory records (self-play writes it), played
+greedily without root noise; spec keys override any field (`sims` is `num_simulations`).
 Values may be double-quoted to hold commas or '='. Every agent takes `name=` (the player's
 name in PGN and tables). Errors are `SpecError` (a ValueError) naming the spec and the key.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import Any, Callable
 
@@ -41,14 +46,43 @@ def _in_range(lo: int, hi: int):
     return parse
 
 
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise ValueError("must be >= 0")
+def _non_negative(tp):
+    def parse(text: str):
+        value = tp(text)
+        if value < 0:
+            raise ValueError("must be >= 0")
+        return value
+    return parse
+
+
+def _bool(text: str) -> bool:
+    value = {"true": True, "yes": True, "on": True, "1": True,
+             "false": False, "no": False, "off": False, "0": False}.get(text.strip().lower())
+    if value is None:
+        raise ValueError("must be true or false")
     return value
 
 
-# kind -> {key: parser}; keys not listed are errors.
+def _search_field(name: str) -> Callable[[str], Any]:
+    """Parses `text` as the SearchConfig field `name` (YAML scalar, checked by SearchConfig)."""
+    def parse(text: str):
+        from configs.loader import apply_overrides
+        from search.config import SearchConfig
+        return getattr(apply_overrides(SearchConfig(), [f"{name}={text}"]), name)
+    return parse
+
+
+@functools.cache
+def search_keys() -> dict[str, Callable[[str], Any]]:
+    """Every SearchConfig field as an mcts spec key (imports search/, so JAX)."""
+    from search.config import SearchConfig
+    return {f.name: _search_field(f.name) for f in dataclasses.fields(SearchConfig) if f.init}
+
+
+_STUDENT = {"net": str, "temperature": _non_negative(float), "temperature_plies": _non_negative(int),
+            "repetition_draw": _bool, "seed": int}
+
+# kind -> {key: parser}; keys not listed are errors. mcts also takes search_keys().
 _KEYS: dict[str, dict[str, Callable[[str], Any]]] = {
     "random": {"seed": int},
     "stockfish": {"skill": _in_range(0, 20), "nodes": _positive(int), "movetime": _positive(int),
@@ -56,15 +90,21 @@ _KEYS: dict[str, dict[str, Callable[[str], Any]]] = {
                   "path": str},
     "uci": {"cmd": str, "nodes": _positive(int), "movetime": _positive(int),
             "depth": _positive(int)},
-    "mcts": {"ckpt": str, "sims": _positive(int), "temperature": _non_negative_float,
-             "seed": int},
-    "policy": {"ckpt": str, "temperature": _non_negative_float, "seed": int},
-    "av": {"ckpt": str},
-    "sv": {"ckpt": str},
-    "bc": {"ckpt": str},
+    # temperature: 0 plays the most visited move; > 0 samples visits ** (1 / temperature)
+    "mcts": {"net": str, "temperature": _non_negative(float), "seed": int},
+    "policy": {"net": str, "temperature": _non_negative(float), "seed": int},
+    "av": _STUDENT,
+    "sv": _STUDENT,
+    "bc": _STUDENT,
 }
-_REQUIRED = {"uci": ("cmd",), "mcts": ("ckpt",), "policy": ("ckpt",), "av": ("ckpt",),
-             "sv": ("ckpt",), "bc": ("ckpt",)}
+_NETWORK_KINDS = ("mcts", "policy", "av", "sv", "bc")  # kinds whose `net=` is a network directory
+_ALIASES = {kind: {"ckpt": "net"} for kind in _NETWORK_KINDS}  # written key -> the key it means
+_ALIASES["mcts"]["sims"] = "num_simulations"
+_REQUIRED = {"uci": ("cmd",), **{kind: ("net",) for kind in _NETWORK_KINDS}}
+
+
+def _keys(kind: str) -> dict[str, Callable[[str], Any]]:
+    return {**search_keys(), **_KEYS[kind]} if kind == "mcts" else _KEYS[kind]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,10 +112,11 @@ class AgentSpec:
     """A parsed spec: the agent kind, its typed options and the display name."""
 
     kind: str  # one of random, stockfish, uci, mcts, policy, av, sv, bc
-    options: tuple[tuple[str, Any], ...]  # (key, typed value) pairs in spec order
+    options: tuple[tuple[str, Any], ...]  # (key, typed value) pairs in spec order, aliases resolved
     text: str  # the spec as written, for messages and default names
 
     def get(self, key: str, default: Any = None) -> Any:
+        key = _ALIASES.get(self.kind, {}).get(key, key)
         return dict(self.options).get(key, default)
 
     @property
@@ -125,38 +166,43 @@ def parse_spec(text: str) -> AgentSpec:
     if kind not in _KEYS:
         raise SpecError(f"agent spec '{text}': unknown agent '{kind}' "
                         f"(known: {', '.join(_KEYS)})")
-    keys = _KEYS[kind]
+    aliases = _ALIASES.get(kind, {})
     options = []
     seen = set()
-    for key, raw in _split_options(body, text):
+    for written, raw in _split_options(body, text):
+        key = aliases.get(written, written)
         if key in seen:
             raise SpecError(f"agent spec '{text}': '{key}' given twice")
         seen.add(key)
         if key == "name":
             options.append((key, raw))
             continue
-        if key not in keys:
-            raise SpecError(f"agent spec '{text}': unknown key '{key}' for {kind} "
-                            f"(known: {', '.join(sorted([*keys, 'name']))})")
+        parse = _KEYS[kind].get(key)
+        if parse is None and kind == "mcts":
+            parse = search_keys().get(key)
+        if parse is None:
+            known = sorted([*_keys(kind), *aliases, "name"])
+            raise SpecError(f"agent spec '{text}': unknown key '{written}' for {kind} "
+                            f"(known: {', '.join(known)})")
         try:
-            options.append((key, keys[key](raw)))
+            options.append((key, parse(raw)))
         except ValueError as e:
-            raise SpecError(f"agent spec '{text}': bad value {raw!r} for '{key}': {e}") from None
+            raise SpecError(f"agent spec '{text}': bad value {raw!r} for '{written}': {e}") from None
     for key in _REQUIRED.get(kind, ()):
         if key not in seen:
             raise SpecError(f"agent spec '{text}': {kind} needs '{key}='")
     return AgentSpec(kind, tuple(options), text)
 
 
-def _check_checkpoint(spec: AgentSpec) -> str:
-    path = spec.get("ckpt")
+def _check_network(spec: AgentSpec) -> str:
+    path = spec.get("net")
     if not os.path.exists(path):
-        raise FileNotFoundError(f"agent spec '{spec.text}': checkpoint '{path}' not found")
+        raise FileNotFoundError(f"agent spec '{spec.text}': network directory '{path}' not found")
     return path
 
 
 def make_agent(spec: str | AgentSpec) -> Agent:
-    """Builds the agent a spec names. Missing checkpoints/engines raise FileNotFoundError."""
+    """Builds the agent a spec names. Missing network directories/engines raise FileNotFoundError."""
     if isinstance(spec, str):
         spec = parse_spec(spec)
     if spec.kind == "random":
@@ -165,20 +211,20 @@ def make_agent(spec: str | AgentSpec) -> Agent:
     if spec.kind in ("stockfish", "uci"):
         from arena.engine_agent import EngineAgent
         return EngineAgent.from_spec(spec)
-    _check_checkpoint(spec)
+    _check_network(spec)
     if spec.kind in ("mcts", "policy"):
         from arena.network_agents import make_network_agent
         return make_network_agent(spec)
-    from arena.searchless_agents import make_searchless_agent
-    return make_searchless_agent(spec)
+    from arena.student_agents import make_student_agent
+    return make_student_agent(spec)
 
 
 def check_agent(spec: str | AgentSpec) -> AgentSpec:
-    """Validates a spec without starting the agent: parse, checkpoint and engine existence."""
+    """Validates a spec without starting the agent: parse, network directory and engine existence."""
     if isinstance(spec, str):
         spec = parse_spec(spec)
-    if spec.get("ckpt") is not None:
-        _check_checkpoint(spec)
+    if spec.kind in _NETWORK_KINDS:
+        _check_network(spec)
     if spec.kind == "stockfish":
         from arena.engine_agent import find_stockfish
         find_stockfish(spec.get("path"))

@@ -3,7 +3,7 @@
 Supported: uci, isready, ucinewgame, setoption, position startpos|fen ... [moves ...],
 go [movetime|nodes|wtime btime winc binc movestogo|infinite|depth], stop, quit (and debug,
 ponderhit, register as no-ops). `go` searches in a thread so `stop` and `isready` are answered
-meanwhile. Scores come from the agent's value through `score.cp_from_value`. Time manager
+meanwhile. Scores come from the agent's value through `winprob.cp_from_value`. Time manager
 (AlphaZero): a move gets 1/20 of the remaining time (1/movestogo when fewer moves are left) plus
 half the increment, never more than the remaining time minus a safety margin.
 Malformed input gets `info string error: ...` and the engine keeps running.
@@ -17,7 +17,7 @@ from typing import Callable
 import chess
 
 from arena.agent import Agent, Limit
-from arena.score import cp_from_value
+from arena.winprob import cp_from_value
 
 ENGINE_NAME = "zerochess"
 MOVE_OVERHEAD = 0.03  # seconds kept back from every time budget for I/O and the GUI

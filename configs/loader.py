@@ -1,13 +1,15 @@
 """Typed configs: nested frozen dataclasses <- YAML presets <- dotted command-line overrides.
 
-    cfg = load(SelfPlayConfig, "configs/chess_cpu.yaml", ["learner.lr=0.1", "search.num_simulations=64"])
+    cfg = load(SelfPlayConfig, "configs/chess_cpu.yaml", ["learner.batch_size=128", "search.num_simulations=64"])
 
 Unknown keys and values of the wrong type raise `ConfigError` naming the dotted key, so a CLI can
-print one line instead of a traceback.
+print one line instead of a traceback. `Literal` fields take only their listed values; a dataclass
+calls `check_choices(self)` in `__post_init__` so a config built in code is checked the same way.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import types
 import typing
@@ -36,7 +38,9 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             try:
                 return _coerce(value, arg, key)
             except ConfigError as e:
-                errors.append(str(e))
+                errors.append(e)
+        if len(errors) == 1:  # Optional[X]: X's own error names the problem
+            raise errors[0]
         raise ConfigError(f"{key}: {value!r} does not fit {tp}")
     if origin is typing.Literal:
         if value not in typing.get_args(tp):
@@ -85,6 +89,27 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if isinstance(tp, type) and not isinstance(value, tp):
         raise ConfigError(f"{key}: expected {tp.__name__}, got {value!r}")
     return value
+
+
+@functools.lru_cache(maxsize=None)
+def _choices(cls: type) -> tuple[tuple[str, tuple], ...]:
+    """(field, allowed values) of every Literal (or Optional[Literal]) field of dataclass `cls`."""
+    out = []
+    for name, tp in typing.get_type_hints(cls).items():
+        args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+        for arg in args:
+            if typing.get_origin(arg) is typing.Literal:
+                out.append((name, typing.get_args(arg) + ((None,) if type(None) in args else ())))
+    return tuple(out)
+
+
+def check_choices(cfg: Any) -> None:
+    """Raises ValueError naming the first Literal field of dataclass `cfg` whose value is not one
+    of its choices (call it from __post_init__)."""
+    for name, allowed in _choices(type(cfg)):
+        value = getattr(cfg, name)
+        if value not in allowed:
+            raise ValueError(f"{name}: {value!r} is not one of {[a for a in allowed if a is not None]}")
 
 
 def from_dict(cls: type, data: Mapping[str, Any] | None, prefix: str = "") -> Any:
@@ -155,8 +180,10 @@ def apply_overrides(cfg: Any, overrides: Iterable[str]) -> Any:
     return from_dict(type(cfg), _merge(to_dict(cfg), parse_overrides(overrides)))
 
 
-def load(cls: type, path: str | os.PathLike | None = None, overrides: Iterable[str] = ()) -> Any:
-    """Loads `cls` from a YAML preset (None: the dataclass defaults) plus dotted overrides."""
+def load(cls: type, path: str | os.PathLike | None = None, overrides: Iterable[str] = (),
+         extra: Mapping[str, Any] | None = None) -> Any:
+    """Loads `cls` from a YAML preset (None: the dataclass defaults) plus dotted overrides;
+    `extra` (a nested mapping, e.g. from a CLI's shortcut flags) goes between the two."""
     data: dict[str, Any] = {}
     if path is not None:
         try:
@@ -168,4 +195,4 @@ def load(cls: type, path: str | os.PathLike | None = None, overrides: Iterable[s
             raise ConfigError(f"config file {path} is not valid YAML: {e}") from None
         if not isinstance(data, Mapping):
             raise ConfigError(f"config file {path} must hold a mapping at the top level")
-    return from_dict(cls, _merge(data, parse_overrides(overrides)))
+    return from_dict(cls, _merge(_merge(data, extra or {}), parse_overrides(overrides)))

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Iterable
 
 import chess
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from arena.engine_agent import find_stockfish
 from distill import boards as boards_lib
 from distill import engine as engine_lib
 from distill.records import ShardWriter, build_index, iter_records
@@ -57,7 +57,7 @@ def annotate(boards: Iterable[boards_lib.GameBoard], out_dir: str | Path, *, eng
     """Annotates the boards not yet in `out_dir`; returns {"new", "skipped", "seconds",
     "boards_per_minute"}. `max_new` stops after that many new boards (tests: an interruption)."""
     engine_lib.board_limit(1, nodes_per_move, time_per_move)  # validate the limit up front
-    engine_path = engine_lib.find_stockfish(engine_path)
+    engine_path = find_stockfish(engine_path or None)
     done = done_fens(out_dir)
     todo = [gb for gb in boards if gb.fen not in done]
     if max_new is not None:

@@ -6,35 +6,16 @@ search per move, and the moves are compared under the same search). The limit is
 """
 from __future__ import annotations
 
-import os
-import shutil
-
 import chess
 import chess.engine
 
-from distill.winprob import score_to_win_prob
-
-DEFAULT_STOCKFISH = "/usr/games/stockfish"
-
-
-def find_stockfish(path: str = "") -> str:
-    """The Stockfish binary: `path` if given (it must exist), else $STOCKFISH_BIN,
-    /usr/games/stockfish, or PATH."""
-    if path:
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-        raise FileNotFoundError(f"Stockfish not found at {path} (annotate.engine)")
-    for cand in (os.environ.get("STOCKFISH_BIN", ""), DEFAULT_STOCKFISH,
-                 shutil.which("stockfish") or ""):
-        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    raise FileNotFoundError(
-        f"Stockfish not found (tried $STOCKFISH_BIN, {DEFAULT_STOCKFISH}, PATH): "
-        "install it with 'apt-get install -y stockfish' or set STOCKFISH_BIN")
+from arena.engine_agent import find_stockfish
+from arena.winprob import score_to_win_prob
 
 
 def open_engine(path: str = "", threads: int = 1, hash_mb: int = 16) -> chess.engine.SimpleEngine:
-    engine = chess.engine.SimpleEngine.popen_uci(find_stockfish(path))
+    """Starts Stockfish (`path`, or wherever `arena.engine_agent.find_stockfish` finds it)."""
+    engine = chess.engine.SimpleEngine.popen_uci(find_stockfish(path or None))
     engine.configure({"Threads": threads, "Hash": hash_mb})
     return engine
 

@@ -1,9 +1,11 @@
-"""Evaluation of a player: action accuracy and Kendall's tau against the oracle's per-move values on
+"""Evaluation of a player (any arena agent: the trained student, or a baseline such as `random` or
+`stockfish:nodes=500`): action accuracy and Kendall's tau against the oracle's per-move values on
 the held-out games, and puzzle accuracy (overall and per 400-point rating band), as one JSON.
 
-Action accuracy: the player's top move has the oracle's best value (ties, e.g. two mates, count).
-Kendall's tau (tau-b): between the player's move scores and the oracle's move values, per board,
-averaged over boards where both vary. Puzzles (Lichess format): after the setup move Moves[0] the
+Action accuracy: the player's top move has the oracle's best value (ties, e.g. two mates, count);
+a player with `move_scores(board)` (the students) is judged by its top-scored move, any other by
+the move it selects. Kendall's tau (tau-b): between the player's move scores and the oracle's move
+values, per board, averaged over boards where both vary (None for players without scores). Puzzles (Lichess format): after the setup move Moves[0] the
 player must find every solver move (1, 3, 5, ...; a different move that mates also counts, as on
 Lichess); the opponent's replies come from the solution.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import time
 from pathlib import Path
 
@@ -19,8 +22,9 @@ import numpy as np
 from rich.progress import track
 from scipy.stats import kendalltau
 
-from distill import policy as policy_lib
 from distill.records import RecordStore
+from distill.student import STUDENT_DIR
+from models.checkpoint import CONFIG_FILE
 
 BAND = 400  # rating band width
 
@@ -28,20 +32,32 @@ BAND = 400  # rating band width
 def action_metrics(player, records: list[dict], show_progress: bool = False) -> dict:
     """{"action_accuracy", "kendall_tau", "boards", "tau_boards"} of `player` on `records`."""
     correct, taus = 0, []
+    move_scores = getattr(player, "move_scores", None)
     for rec in track(records, "actions", disable=not show_progress):
         board = chess.Board(rec["fen"])
         oracle = dict(zip(rec["moves"], rec["values"]))
-        moves, scores = player.move_scores(board)
-        ucis = [m.uci() for m in moves]
-        if set(ucis) != set(oracle):
+        if set(oracle) != {m.uci() for m in board.legal_moves}:
             raise ValueError(f"record {rec['fen']}: its moves are not the legal moves")
-        values = np.array([oracle[u] for u in ucis])
-        correct += values[int(np.argmax(scores))] >= values.max() - 1e-9
-        if np.ptp(values) > 0 and np.ptp(scores) > 0:
-            taus.append(kendalltau(scores, values).statistic)
+        if move_scores is not None:
+            moves, scores = move_scores(board)
+            values = np.array([oracle[m.uci()] for m in moves])
+            chosen = values[int(np.argmax(scores))]
+            if np.ptp(values) > 0 and np.ptp(scores) > 0:
+                taus.append(kendalltau(scores, values).statistic)
+        else:
+            _reset(player)
+            chosen = oracle[player.select(board)[0].uci()]
+        correct += chosen >= max(oracle.values()) - 1e-9
     return {"action_accuracy": correct / max(len(records), 1),
             "kendall_tau": float(np.mean(taus)) if taus else None,
             "boards": len(records), "tau_boards": len(taus)}
+
+
+def _reset(player) -> None:
+    """A new game for agents that keep per-game state (engines)."""
+    reset = getattr(player, "reset", None)
+    if reset is not None:
+        reset()
 
 
 def read_puzzles(path: str | Path, limit: int | None = None) -> list[dict]:
@@ -81,6 +97,7 @@ def puzzle_metrics(player, puzzles: list[dict], show_progress: bool = False) -> 
     """{"puzzle_accuracy", "puzzles", "bands": {"800-1199": {"accuracy", "puzzles"}, ...}}."""
     bands: dict[int, list[bool]] = {}
     for pz in track(puzzles, "puzzles", disable=not show_progress):
+        _reset(player)
         bands.setdefault(pz["rating"] // BAND * BAND, []).append(solves(player, pz))
     solved = [s for v in bands.values() for s in v]
     return {"puzzle_accuracy": float(np.mean(solved)) if solved else None, "puzzles": len(solved),
@@ -98,18 +115,27 @@ def test_records(records_dir: str | Path, test_fraction: float, max_boards: int,
     return recs
 
 
+def student_dir(path: str | Path) -> Path:
+    """The student network directory of a distill run directory (or the directory itself)."""
+    path = Path(path)
+    if (path / CONFIG_FILE).exists():
+        return path
+    if (path / STUDENT_DIR / CONFIG_FILE).exists():
+        return path / STUDENT_DIR
+    raise FileNotFoundError(f"no student network directory in {path} (expected {path}/{STUDENT_DIR}/"
+                            f"{CONFIG_FILE}; run 'distill.py train' first)")
+
+
 def make_player(cfg):
-    """The player `evaluate.player` names: the student of the checkpoint, or a baseline."""
-    e, a = cfg.evaluate, cfg.annotate
+    """The arena agent `evaluate.player` names: "student" (the student network of evaluate.net or
+    train.out_dir, argmax with the repetition fix) or any agent spec."""
+    e = cfg.evaluate
     if e.player == "student":
-        return policy_lib.load_player("student", e.checkpoint or cfg.train.out_dir, cfg.policy, e.seed)
-    if e.player == "stockfish":
-        return policy_lib.load_player("stockfish", policy=cfg.policy, seed=e.seed,
-                                      nodes_per_move=a.nodes_per_move,
-                                      time_per_move=a.time_per_move, engine=a.engine)
-    if e.player == "random":
-        return policy_lib.load_player("random", policy=cfg.policy, seed=e.seed)
-    raise ValueError(f"evaluate.player must be student, random or stockfish, got {e.player!r}")
+        from arena.student_agents import StudentAgent, load_student
+        network, target = load_student(str(student_dir(e.net or cfg.train.out_dir)))
+        return StudentAgent(network, target, seed=e.seed)
+    from arena import make_agent
+    return make_agent(e.player)
 
 
 def evaluate(cfg, show_progress: bool = True) -> dict:
@@ -117,8 +143,12 @@ def evaluate(cfg, show_progress: bool = True) -> dict:
     from configs.paths import data_file
 
     e = cfg.evaluate
-    if e.player == "student":
-        policy_lib.student_dir(e.checkpoint or cfg.train.out_dir)  # fail fast on a missing checkpoint
+    student = e.player == "student"
+    if student:
+        net = student_dir(e.net or cfg.train.out_dir)  # fail fast on a missing network directory
+    else:
+        from arena.spec import check_agent
+        check_agent(e.player)  # a bad spec or a missing engine fails before any work
     puzzles = read_puzzles(data_file(e.puzzles), e.max_puzzles) if e.max_puzzles > 0 else []
     records = test_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed)
     player = make_player(cfg)
@@ -127,13 +157,13 @@ def evaluate(cfg, show_progress: bool = True) -> dict:
         report = {"player": player.name, **action_metrics(player, records, show_progress),
                   **puzzle_metrics(player, puzzles, show_progress)}
     finally:
-        if hasattr(player, "close"):
-            player.close()
+        player.close()
     report["seconds"] = time.time() - start
-    if e.player == "student":
-        report["checkpoint"] = str(policy_lib.student_dir(e.checkpoint or cfg.train.out_dir))
-    out = Path(e.out) if e.out else (Path(e.checkpoint or cfg.train.out_dir) / f"eval_{player.name}.json"
-                                     if e.player == "student" else Path(cfg.train.out_dir) / f"eval_{e.player}.json")
+    if student:
+        report["net"] = str(net)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", player.name)
+    out = Path(e.out or Path((e.net or cfg.train.out_dir) if student else cfg.train.out_dir)
+               / f"eval_{name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
     report["out"] = str(out)

@@ -16,7 +16,7 @@ import chess
 import numpy as np
 from rich.progress import track
 
-from distill.one_ply import one_ply_values
+from arena.one_ply import one_ply_values
 from distill.records import ShardWriter, build_index, iter_records
 
 Teacher = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
@@ -53,19 +53,20 @@ def complete_action_values(corpus_dir: str | Path, out_dir: str | Path, teacher:
     return {"records": n, "out_dir": str(out_dir)}
 
 
-def network_teacher(ckpt_dir: str | Path, batch: int = 64) -> Teacher:
-    """A teacher from a self-play network checkpoint (models/checkpoint.py, game "chess"): the value
-    head on the pgx observation of each board (rebuilt from its FEN: no history planes)."""
+def network_teacher(net_dir: str | Path, batch: int = 64) -> Teacher:
+    """A teacher from a self-play network directory (models/checkpoint.py, game "chess", e.g.
+    runs/<name>/network): the value head on the pgx observation of each board (rebuilt from its
+    FEN: no history planes)."""
     import jax
     import jax.numpy as jnp
 
     from games import chess_bridge
     from models import checkpoint as model_checkpoint
 
-    ckpt = model_checkpoint.load(ckpt_dir)
-    if ckpt.game != "chess":
-        raise ValueError(f"{ckpt_dir}: a teacher must be a chess self-play network (game: {ckpt.game})")
-    module, variables = ckpt.module(), ckpt.variables
+    network = model_checkpoint.load(net_dir)
+    if network.game != "chess":
+        raise ValueError(f"{net_dir}: a teacher must be a chess self-play network (game: {network.game})")
+    module, variables = network.module(), network.variables
     apply = jax.jit(lambda obs: module.apply(variables, obs, train=False).value)
 
     def values(boards: Sequence[chess.Board]) -> np.ndarray:

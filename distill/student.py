@@ -2,7 +2,7 @@
 
     net_cfg = network_config(cfg.student, "av")           # models.NetworkConfig
     module = models.network.make_model(net_cfg)
-    out = predict(module, net_cfg, variables, batch)      # {"logprobs": [B, K | 1968]} or {"value": [B]}
+    out = predict(module, net_cfg, variables, batch, "av")  # StudentOutput(logprobs [B, K | 1968] | value [B])
 
 Searchless transformer (family "searchless"): AV tokens [B, 78] -> K bins, SV tokens [B, 77] -> K
 bins, BC tokens [B, 77] -> 1968 actions. Chessformer (family "chessformer", squares [B, 64, 112]):
@@ -12,6 +12,7 @@ trained by L2); it has no action input, so no AV.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,14 @@ from models.network import NetworkConfig
 from models.searchless import SearchlessConfig
 
 PREDICTOR = {"av": "action_value", "sv": "state_value", "bc": "behavioral_cloning"}
+STUDENT_DIR = "student"  # the student's network directory inside train.out_dir
+
+
+class StudentOutput(NamedTuple):
+    """What a student predicts for a batch: exactly one field is set."""
+
+    logprobs: Optional[jax.Array] = None  # [B, K] value bins (AV/SV) or [B, 1968] actions (BC)
+    value: Optional[jax.Array] = None  # [B] win probability in [0, 1] (Chessformer SV, trained by L2)
 
 
 def network_config(student, target: str) -> NetworkConfig:
@@ -63,12 +72,11 @@ def example_batch(net_cfg: NetworkConfig, target: str) -> dict:
             "is_black": jnp.zeros((1,), bool)}
 
 
-def predict(module, net_cfg: NetworkConfig, variables, batch: dict, target: str) -> dict:
-    """{"logprobs": [B, K]} (AV/SV bins), {"logprobs": [B, 1968]} (BC) or {"value": [B]} in [0, 1]
-    (Chessformer SV)."""
+def predict(module, net_cfg: NetworkConfig, variables, batch: dict, target: str) -> StudentOutput:
+    """The student's output for `batch` ({"inputs", "is_black" (Chessformer)})."""
     if net_cfg.family == "searchless":
-        return {"logprobs": module.apply(variables, batch["inputs"])}
+        return StudentOutput(logprobs=module.apply(variables, batch["inputs"]))
     out = module.apply(variables, batch["inputs"], is_black=batch["is_black"])
     if target == "bc":
-        return {"logprobs": jax.nn.log_softmax(out.policy_logits, axis=-1)}
-    return {"value": (out.value + 1) / 2}
+        return StudentOutput(logprobs=jax.nn.log_softmax(out.policy_logits, axis=-1))
+    return StudentOutput(value=(out.value + 1) / 2)

@@ -1,9 +1,10 @@
 """One trainer for AV, SV and BC students: Adam with gradient clipping, EMA parameters for
-evaluation, orbax checkpoints with resume, TensorBoard scalars, a progress bar.
+evaluation, the training state saved with resume, TensorBoard scalars, a progress bar.
 
 Writes into train.out_dir:
-    state/            orbax checkpoints of {params, ema, opt_state, step} (resume from the latest)
-    student/          the EMA parameters as a models/checkpoint.py network (what players load)
+    state/            the training state {params, ema, opt_state, step} (orbax; resume from the latest)
+    student/          the EMA parameters as a network directory (models/checkpoint.py; what the
+                      av:/sv:/bc: agents of arena/ load), its metadata naming the target
     tb/               TensorBoard: train/loss, train/steps_per_second, test/loss
     config.yaml       the DistillConfig of the run;  train.json  the summary (steps, steps/s, losses)
 """
@@ -26,10 +27,9 @@ from configs.loader import to_dict
 from distill import dataset, student
 from distill.losses import loss_fn
 from distill.records import RecordStore
+from distill.student import STUDENT_DIR
 from models import checkpoint as model_checkpoint
 from models.network import make_model
-
-STUDENT_DIR = "student"
 
 
 def make_optimizer(cfg) -> optax.GradientTransformation:
@@ -66,8 +66,6 @@ def _jnp(batch: dict) -> dict:
 def train(cfg) -> dict:
     """Trains the student of `cfg` (a DistillConfig); returns the summary written to train.json."""
     d, t = cfg.data, cfg.train
-    if t.loss not in ("ce", "hl_gauss", "l2"):
-        raise ValueError(f"train.loss must be ce, hl_gauss or l2, got {t.loss!r}")
     store = RecordStore(d.records)
     train_ex = dataset.load_examples(store, store.split("train", d.test_fraction), d.sv_from)
     test_ex = dataset.load_examples(store, store.split("test", d.test_fraction)[:2000], d.sv_from)

@@ -196,3 +196,27 @@ def test_match_rejects_bad_configs():
                   progress=False)
     with pytest.raises(ValueError, match="unknown agent"):
         run_match(MatchConfig(players=("random", "nonsense")), progress=False)
+
+
+def test_match_config_from_yaml_flags_and_set(tmp_path, capsys):
+    from pathlib import Path
+
+    import match
+    out = tmp_path / "m"
+    preset = Path(__file__).resolve().parent.parent / "configs" / "match.yaml"
+    argv = ["--config", str(preset), "random:seed=1", "random:seed=2", "--games", "4",
+            "--set", "games=2", "book=null", "workers=1", "rules.max_plies=40", "--out", str(out),
+            "--no-progress"]
+    assert match.main(argv) == 0
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["games_played"] == 2 and summary["config"]["rules"]["max_plies"] == 40
+    assert summary["specs"] == ["random:seed=1", "random:seed=2"]  # positional specs replace players
+    assert all(g["plies"] <= 40 for g in summary["games"])
+    capsys.readouterr()
+    for args, message in [(["--set", "order=diagonal"], "order: 'diagonal' is not one of"),
+                          (["--set", "rules.max_ply=3"], "unknown config key 'rules.max_ply'"),
+                          (["--set", "sprt.alpha=0.9"], "alpha"),
+                          (["--movetime", "0"], "movetime_ms must be >= 1")]:
+        assert match.main(["random", "random", "--no-progress", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err

@@ -4,7 +4,8 @@ import collections
 import chess
 import pytest
 
-from distill import annotate, boards, engine, records
+from arena.engine_agent import find_stockfish
+from distill import annotate, boards, records
 
 FENS = [
     chess.STARTING_FEN,
@@ -22,7 +23,7 @@ def _boards():
 @pytest.fixture(scope="module")
 def stockfish():
     try:
-        return engine.find_stockfish()
+        return find_stockfish()
     except FileNotFoundError as e:
         pytest.fail(f"Stockfish is required for these tests ({e}); run 'make stockfish'")
 

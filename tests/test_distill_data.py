@@ -1,12 +1,16 @@
-"""distill data layer: win% formula, value bins, samplers, record shards (hand-computed references)."""
-import math
+"""distill data layer: win% formula, value bins, samplers, record shards (hand-computed references).
+
+The value bins are checked by hand on the numpy reference (tests/reference_bins.py), and the
+library's JAX bins (arena/winprob.py) against that reference."""
 
 import chess
 import chess.engine
 import numpy as np
 import pytest
 
-from distill import bins, boards, records, winprob
+import reference_bins as bins
+from arena import winprob
+from distill import boards, records
 
 
 def test_win_prob_matches_hand_computed_values():
@@ -49,6 +53,19 @@ def test_targets_one_hot_and_hl_gauss():
     assert h[0, 4] == pytest.approx(h[0, 5]) and h[0, 4] == h.max()
     # the expected value of the one-hot target is the bin centre
     assert bins.expected_value(t)[0] == pytest.approx(0.375)
+
+
+def test_library_bins_match_the_reference():
+    p = np.array([0.0, 0.003, 0.1, 0.3, 0.5, 0.74, 0.76, 0.9999, 1.0])
+    for k in (4, 16, 128):
+        np.testing.assert_array_equal(winprob.value_to_bin(p, k), bins.value_to_bin(p, k))
+        np.testing.assert_allclose(winprob.bin_centers(k), bins.bin_centers(k), atol=1e-7)
+        np.testing.assert_array_equal(winprob.bin_targets(p, k, "ce"), bins.one_hot_targets(p, k))
+        np.testing.assert_allclose(winprob.bin_targets(p, k, "hl_gauss"), bins.hl_gauss_targets(p, k),
+                                   atol=1e-5)
+        probs = np.random.default_rng(k).dirichlet(np.ones(k), size=3)
+        np.testing.assert_allclose(winprob.expected_bin_value(np.log(probs)), bins.expected_value(probs),
+                                   atol=1e-6)
 
 
 PGN = """[Event "a"]
@@ -127,7 +144,8 @@ def test_bad_records_and_missing_dirs_raise_clear_errors(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["train", "--set", "train.bogus=1"], "unknown config key 'train.bogus'"),
-    (["evaluate", "--set", "evaluate.checkpoint=/nonexistent/run"], "no student checkpoint"),
+    (["evaluate", "--set", "evaluate.net=/nonexistent/run"], "no student network directory"),
+    (["train", "--set", "train.loss=mse"], "train.loss: 'mse' is not one of"),
     (["annotate", "--set", "annotate.pgn=[nope.pgn]"], "nope.pgn not found"),
 ])
 def test_cli_errors_are_one_line(args, message):

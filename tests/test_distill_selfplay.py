@@ -31,7 +31,7 @@ def _game_record() -> GameRecord:
         game="chess", game_id="a0-1", init_key=np.zeros(2, np.uint32), actions=np.array(actions),
         observations=[compress_observation(np.zeros((8, 8, 119), np.float32))] * n,
         obs_shape=(8, 8, 119), obs_dtype="float32", to_play=np.array([0, 1, 0, 1]),
-        legal=np.array(legal), legal_actions=np.array(legal_actions), policy=np.array(policy),
+        num_legal=np.array(legal), legal_actions=np.array(legal_actions), policy=np.array(policy),
         child_q=np.array(child_q), root_value=np.array([0.1, -0.2, 0.3, -0.4]),
         rewards=np.array([1.0, -1.0]), termination="resign", resign_disabled=False,
         resign_would_have=-1, param_versions=np.array([0, 0]), created=0.0)

@@ -1,5 +1,6 @@
-"""distill students: the trainer overfits a small batch, every player returns a legal move, the
-threefold-repetition fix, and evaluate() on a trained checkpoint produces all metrics."""
+"""distill students: the trainer overfits a small batch, every student agent (arena's av:/sv:/bc:)
+returns a legal move, the threefold-repetition fix, and evaluate() on a trained student produces
+all metrics."""
 import dataclasses
 import json
 
@@ -9,9 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from distill import annotate, boards, dataset, encoding, losses, policy, student, train
-from distill.config import DistillConfig, PolicyConfig, StudentConfig
-from distill.evaluate import action_metrics, evaluate, puzzle_metrics, solves
+from arena import make_agent, winprob
+from arena.student_agents import completes_threefold
+from distill import annotate, boards, encoding, losses, student, train
+from distill.config import DistillConfig, StudentConfig
+from distill.evaluate import evaluate, puzzle_metrics, solves
 from models import checkpoint as model_checkpoint
 from models.network import make_model
 
@@ -43,7 +46,7 @@ def students(tmp_path_factory):
 
 
 def test_tiny_student_overfits_a_small_batch():
-    target, k = "av", TINY.num_bins
+    target = "av"
     net_cfg = student.network_config(TINY, target)
     module = make_model(net_cfg)
     fens = [b.fen() for b in BOARDS]
@@ -63,49 +66,48 @@ def test_tiny_student_overfits_a_small_batch():
     assert float(first) > 2.0  # ~log(16) at init
     assert float(loss) < 0.05
     pred = student.predict(module, net_cfg, {"params": state["params"]}, batch, target)
-    np.testing.assert_array_equal(np.argmax(pred["logprobs"], -1), [0, 6, 11, 15])
+    np.testing.assert_array_equal(np.argmax(pred.logprobs, -1), [0, 6, 11, 15])
     assert int(state["step"]) == 151
 
 
 def test_l2_and_hl_gauss_losses_by_hand():
     logp = jnp.log(jnp.array([[0.5, 0.5, 0.0, 0.0]]) + 1e-30)
     # expected value (0.125 + 0.375) / 2 = 0.25; target 0.75 -> squared error 0.25
-    assert float(losses.loss_fn({"logprobs": logp}, {"value": jnp.array([0.75])}, "av", "l2")) \
-        == pytest.approx(0.25, abs=1e-6)
-    hl = losses.bin_targets(jnp.array([0.5]), 10, "hl_gauss")
-    from distill.bins import hl_gauss_targets
+    assert float(losses.loss_fn(student.StudentOutput(logprobs=logp), {"value": jnp.array([0.75])},
+                                "av", "l2")) == pytest.approx(0.25, abs=1e-6)
+    hl = winprob.bin_targets(jnp.array([0.5]), 10, "hl_gauss")
+    from reference_bins import hl_gauss_targets
     np.testing.assert_allclose(hl, hl_gauss_targets(np.array([0.5]), 10), atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["av", "sv", "bc", "cf-bc"])
-def test_each_student_policy_returns_a_legal_move(students, kind):
-    player = policy.load_player("student", students[kind])
+def test_each_student_agent_returns_a_legal_move(students, kind):
+    player = make_agent(f"{kind.removeprefix('cf-')}:net={students[kind]}")
     for board in BOARDS:
         move, info = player.select(board)
         assert move in board.legal_moves
         assert set(info["scores"]) == {m.uci() for m in board.legal_moves}
     with pytest.raises(ValueError, match="holds a"):
-        policy.load_player("sv" if kind == "av" else "av", students[kind])
+        make_agent(f"{'sv' if kind == 'av' else 'av'}:net={students[kind]}")
 
 
 def test_sv_scores_mate_in_one_as_a_win(students):
-    player = policy.load_player("sv", students["sv"])
+    player = make_agent(f"sv:net={students['sv']}")
     move, info = player.select(BOARDS[3])
     assert move.uci() == "a1a8" and info["scores"]["a1a8"] == 1.0
 
 
 def test_baseline_players_return_legal_moves():
-    players = [policy.load_player("random", seed=3),
-               policy.load_player("stockfish", nodes_per_move=20)]
+    players = [make_agent("random:seed=3"), make_agent("stockfish:nodes=20")]
     for player in players:
         for board in BOARDS:
             assert player.select(board)[0] in board.legal_moves
     assert players[1].select(BOARDS[3])[0].uci() == "a1a8"
     players[1].close()
-    with pytest.raises(FileNotFoundError, match="no student checkpoint"):
-        policy.load_player("av", "/nonexistent/run")
-    with pytest.raises(ValueError, match="unknown player kind"):
-        policy.load_player("alphabeta")
+    with pytest.raises(FileNotFoundError, match="network directory '/nonexistent/run' not found"):
+        make_agent("av:net=/nonexistent/run")
+    with pytest.raises(ValueError, match="unknown agent 'alphabeta'"):
+        make_agent("alphabeta")
 
 
 def test_repetition_fix_scores_the_threefold_move_at_half(students):
@@ -113,11 +115,11 @@ def test_repetition_fix_scores_the_threefold_move_at_half(students):
     for uci in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"]:
         board.push_uci(uci)
     repeat = chess.Move.from_uci("f6g8")
-    assert policy.completes_threefold(board, repeat)
-    assert not policy.completes_threefold(board, chess.Move.from_uci("e7e5"))
+    assert completes_threefold(board, repeat)
+    assert not completes_threefold(board, chess.Move.from_uci("e7e5"))
     for kind in ("av", "sv"):
-        fixed = policy.load_player(kind, students[kind], PolicyConfig(repetition_draw=True))
-        raw = policy.load_player(kind, students[kind], PolicyConfig(repetition_draw=False))
+        fixed = make_agent(f"{kind}:net={students[kind]},repetition_draw=true")
+        raw = make_agent(f"{kind}:net={students[kind]},repetition_draw=false")
         s_fixed, s_raw = fixed.select(board)[1]["scores"], raw.select(board)[1]["scores"]
         assert s_fixed["f6g8"] == 0.5 and s_raw["f6g8"] != 0.5
         assert {m: s for m, s in s_fixed.items() if m != "f6g8"} == \
@@ -125,8 +127,7 @@ def test_repetition_fix_scores_the_threefold_move_at_half(students):
 
 
 def test_temperature_samples_early_moves(students):
-    player = policy.load_player("random", seed=0, policy=PolicyConfig(temperature=100.0,
-                                                                      temperature_plies=4))
+    player = make_agent(f"av:net={students['av']},temperature=100,temperature_plies=4,seed=0")
     picks = {player.select(chess.Board())[0] for _ in range(30)}
     assert len(picks) > 3  # sampled, not a fixed argmax
     late = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 30")

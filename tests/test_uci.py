@@ -11,8 +11,8 @@ import chess.engine
 import pytest
 
 from arena import Agent, make_agent
-from arena.score import WIN_PROB_SLOPE, cp_from_value, value_from_cp
 from arena.uci_engine import UciEngine, UciError, info_line, parse_go, parse_position, time_budget
+from arena.winprob import WIN_PROB_SLOPE, cp_from_value, value_from_cp
 
 ROOT = Path(__file__).resolve().parent.parent
 UCI = [sys.executable, str(ROOT / "uci.py")]
@@ -166,10 +166,10 @@ def test_centipawns_invert_the_win_probability_formula():
 
 
 def test_bad_agent_spec_is_one_line_and_status_2(tmp_path):
-    proc = subprocess.run(UCI + ["--agent", f"mcts:ckpt={tmp_path}/none"], capture_output=True,
+    proc = subprocess.run(UCI + ["--agent", f"mcts:net={tmp_path}/none"], capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "checkpoint" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "network directory" in proc.stderr
 
 
 def test_engine_agents_forward_their_own_options():

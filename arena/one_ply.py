@@ -1,4 +1,8 @@
-"""One-ply move values: the rules' value of a finished game, else 1 - the successor's value."""
+"""One-ply move values: the rules' value of a finished game, else 1 - the successor's value.
+
+The SV student's move rule (arena/student_agents.py) and distill's completion of a self-play corpus's
+action values (distill/selfplay_corpus.py) both score moves this way.
+"""
 from __future__ import annotations
 
 from typing import Callable, Sequence
