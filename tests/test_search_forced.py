@@ -124,11 +124,13 @@ def untrained_chess_network():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("win_check", ["root", "tree"])
 @pytest.mark.parametrize("policy", ["puct", "gumbel"])
-def test_untrained_network_plays_the_mate_in_one_at_64_simulations(policy):
+def test_untrained_network_plays_the_mate_in_one_at_64_simulations(policy, win_check):
     evaluate, variables = untrained_chess_network()
     run = search.make_search(CHESS, evaluate, SearchConfig(
-        policy=policy, num_simulations=64, root_noise=False, temperature_plies=0, gumbel_scale=0.0))
+        policy=policy, num_simulations=64, root_noise=False, temperature_plies=0, gumbel_scale=0.0,
+        win_check=win_check))
     boards = [b for b, _ in puzzles("mateIn1", 64)]
     out = run(variables, stack(boards), jax.random.PRNGKey(0))
     mated = 0
