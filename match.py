@@ -4,6 +4,7 @@
     python match.py random "stockfish:skill=0" "mcts:net=runs/x/network,sims=64" --games 10 --workers 2
     python match.py "mcts:net=new,sims=200" "mcts:net=old,sims=200" --games 400 --sprt 0,10
     python match.py --config configs/match.yaml --set games=100 rules.max_plies=300 sprt.elo1=10
+    python match.py --suite puzzles,wac,sts --limit 200 random "stockfish:skill=0" "mcts:net=runs/x/network"
 
 Settings are arena.match.MatchConfig, loaded from `--config` YAML, then the flags below (shortcuts),
 then dotted `--set KEY=VALUE` overrides; positional agent specs replace `players`.
@@ -11,6 +12,10 @@ Writes every game to <out>/games.pgn as it finishes and the results to <out>/res
 prints the score, Elo with 95% intervals and (for 3+ players) BayesElo-style ratings.
 A bad config key or value, spec, book or missing network directory/engine prints one line and
 exits with status 2.
+
+With --suite, no games are played: each agent solves test positions (arena/suites: Lichess
+puzzles with the whole line, EPD best-move suites, STS points), and one table compares them;
+the reports go to <out>/suites.json.
 """
 from __future__ import annotations
 
@@ -84,7 +89,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory (default runs/match/<time>)")
     p.add_argument("--event", help="PGN Event header")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--suite", help="solve test suites instead of playing: comma list of puzzles, "
+                                   "puzzles-10k, wac, ecm, bk, arasan, bt2630, sts, ... or .csv/.epd paths")
+    p.add_argument("--limit", type=int, help="--suite: positions per suite (the file's first; STS by theme)")
+    p.add_argument("--themes", type=int, default=8, help="--suite: puzzle themes shown in the table")
     return p
+
+
+def run_suites(args: argparse.Namespace) -> int:
+    """--suite mode: every player on every suite, one table, <out>/suites.json."""
+    import json
+
+    from rich.console import Console
+
+    from arena.agent import Limit
+    from arena.suites import render_table, run_suite
+
+    players = list(args.players)
+    if not players:
+        raise ValueError("--suite needs at least one agent spec")
+    move_limit = (Limit(nodes=args.nodes, movetime=args.movetime / 1000 if args.movetime else None)
+                  if args.nodes or args.movetime else None)
+    reports = [run_suite(spec, suite, limit=args.limit, workers=args.workers or 1, move_limit=move_limit,
+                         progress=not args.no_progress)
+               for suite in args.suite.split(",") for spec in players]
+    Console(width=None if sys.stdout.isatty() else 150).print(
+        render_table(reports, puzzle_themes=args.themes, title="Suites"))
+    out = Path(args.out or Path("runs") / "suites" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "suites.json").write_text(json.dumps([r.to_dict(items=True) for r in reports], indent=1))
+    print(f"reports: {out / 'suites.json'}")
+    return 0
 
 
 def load_config(args: argparse.Namespace):
@@ -165,6 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from arena.match import run_match
     from configs.loader import ConfigError
+    if args.suite:
+        if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in args.players):
+            from configs.runtime import enable_compilation_cache
+            os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache()
+        try:
+            return run_suites(args)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"match.py: {e}", file=sys.stderr)
+            return 2
     try:
         cfg = load_config(args)
         if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in cfg.players):

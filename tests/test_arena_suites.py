@@ -198,3 +198,18 @@ def test_bad_suite_is_a_one_line_error(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="set ZEROCHESS_DATA.*download_data.sh") as e:
         load_suite("wac")
     assert "\n" not in str(e.value)
+
+
+def test_match_cli_suite_mode_writes_one_report_per_agent_and_suite(tmp_path, capsys):
+    import json
+
+    import match
+
+    assert match.main(["--suite", "wac,puzzles", "--limit", "3", "random", "random:seed=2,name=r2",
+                       "--no-progress", "--out", str(tmp_path)]) == 0
+    reports = json.loads((tmp_path / "suites.json").read_text())
+    assert [(r["suite"], r["agent"]) for r in reports] == [
+        ("wac", "random"), ("wac", "r2"), ("puzzles", "random"), ("puzzles", "r2")]
+    assert all(r["positions"] == 3 for r in reports)
+    assert match.main(["--suite", "wacc", "random"]) == 2
+    assert "no such suite" in capsys.readouterr().err
