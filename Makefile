@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 export ZEROCHESS_DATA ?= $(abspath $(CURDIR)/../shared/data)
 STOCKFISH_BIN ?= /usr/games/stockfish
 
-.PHONY: venv selfplay test test-fast stockfish bench clean data
+.PHONY: venv selfplay test test-fast lint stockfish bench clean data
 
 venv: $(STAMP)
 
@@ -34,8 +34,11 @@ RUN ?= chess_cpu-$(shell date +%Y%m%d-%H%M%S)
 selfplay: $(STAMP)
 	$(PY) selfplay.py --config configs/chess_cpu.yaml --set name=$(RUN) $(ARGS)
 
-test: $(STAMP) stockfish
+test: $(STAMP) stockfish lint
 	$(PY) -m pytest -q $(ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" $(ARGS)

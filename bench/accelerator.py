@@ -25,10 +25,10 @@ import numpy as np  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
-from models import presets  # noqa: E402
 import search  # noqa: E402
 from learner.config import LearnerConfig  # noqa: E402
 from learner.train import init_train_state, make_train_step  # noqa: E402
+from models import presets  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")

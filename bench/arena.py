@@ -24,6 +24,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 def _tiny_checkpoint(directory: str) -> str:
     import jax
     import jax.numpy as jnp
+
     import games
     from models import checkpoint, make_network, presets
     cfg = presets.get("resnet_2x32")

@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import chess  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
@@ -67,6 +66,7 @@ def make_evaluate(network: str, seed: int):
         return evaluate, None
     if network == "untrained":
         import yaml
+
         from configs.loader import from_dict
         preset = yaml.safe_load(Path(__file__).resolve().parents[1].joinpath(
             "configs", "chess_cpu.yaml").read_text())

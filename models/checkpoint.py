@@ -14,7 +14,6 @@ naming the file and the problem.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from pathlib import Path

@@ -28,8 +28,7 @@ import jax.numpy as jnp
 from models import attention_policy as ap
 from models.attention import MultiHeadAttention
 from models.output import NetworkOutput, wdl_to_value
-from models.position_bias import (AbsolutePositionEmbedding, GeometricAttentionBias, Relative2DBias,
-                                  SharedBiasProjection)
+from models.position_bias import AbsolutePositionEmbedding, GeometricAttentionBias, Relative2DBias, SharedBiasProjection
 
 PolicySpace = Literal["pgx", "compact", "uci_vocab"]
 PositionEncoding = Literal["gab", "absolute", "relative_2d"]

@@ -5,8 +5,16 @@
     out = search_fn(params, states, key)   # SearchOutput: action [B], policy_target [B, W], ...
 """
 from search.config import SearchConfig
-from search.mcts import (Node, SearchOutput, legal_slots, make_recurrent_fn, make_search,
-                         make_search_tree, network_fn, scatter_slots)
+from search.mcts import (
+                         Node,
+                         SearchOutput,
+                         legal_slots,
+                         make_recurrent_fn,
+                         make_search,
+                         make_search_tree,
+                         network_fn,
+                         scatter_slots,
+)
 from search.slots import EMPTY, EMPTY_LOGIT
 
 __all__ = ["SearchConfig", "SearchOutput", "make_search", "make_search_tree", "make_recurrent_fn",

@@ -10,9 +10,22 @@ import pytest
 from rich.console import Console
 
 from arena.agent import Agent, Limit
-from arena.suites import (ActionRecord, ItemResult, Puzzle, Suite, action_metrics, build_report,
-                          evaluate_agent, load_suite, parse_points, rating_band, read_puzzles,
-                          render_table, run_suite, solve_puzzle)
+from arena.suites import (
+    ActionRecord,
+    ItemResult,
+    Puzzle,
+    Suite,
+    action_metrics,
+    build_report,
+    evaluate_agent,
+    load_suite,
+    parse_points,
+    rating_band,
+    read_puzzles,
+    render_table,
+    run_suite,
+    solve_puzzle,
+)
 from configs.paths import data_dir
 
 PUZZLES = data_dir() / "puzzles" / "lichess_puzzles_themed.csv"

@@ -1,5 +1,4 @@
 """search/: PUCT against a plain-Python reference, legal slots at every depth, noise, outputs."""
-import math
 import random
 
 import jax

@@ -2,7 +2,6 @@
 positions (python-chess cross-check), legal slots at every depth, noise on legal moves only, and
 terminal leaves (checkmate, stalemate) valued by the rules."""
 import csv
-import functools
 import random
 
 import chess
@@ -10,7 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from pgx._src.games.chess import Game as PgxChessGame, GameState, _legal_action_mask, _update_history
+from pgx._src.games.chess import Game as PgxChessGame
+from pgx._src.games.chess import GameState, _legal_action_mask, _update_history
 from pgx.chess import State as PgxChessState
 from pgx.experimental.chess import to_fen
 

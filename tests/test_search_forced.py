@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_search import LINES, random_ttt_positions, winner_after, zero_network
 
 import games
 import models
@@ -16,7 +17,6 @@ from configs.paths import data_file
 from games import chess_bridge
 from games.immediate_wins import immediate_wins, legal_slots, wins_in_two
 from search import SearchConfig
-from test_search import LINES, random_ttt_positions, winner_after, zero_network
 
 CHESS = games.make("chess")
 TTT = games.make("tic_tac_toe")
