@@ -4,17 +4,19 @@
     python selfplay.py --config configs/chess_cpu.yaml --resume           # continue runs/chess_cpu
     python selfplay.py --config configs/chess_az.yaml --ray-address auto  # an existing Ray cluster
 
-Files go to runs/<name>/: config.yaml, checkpoints/, replay/, tb/, games.pgn, corpus/.
-Ctrl-C stops after saving a checkpoint; `--resume` continues from it.
+Files go to runs/<name>/: config.yaml, checkpoints/, network/, replay/, tb/, games.pgn, corpus/.
+Ctrl-C stops after saving a checkpoint; `--resume` continues from it. The run itself is selfplay/run.py;
+the last line printed is its RunSummary (selfplay/messages.py) as JSON.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
 from configs.loader import ConfigError, load
-from learner.selfplay_config import SelfPlayConfig  # noqa: F401  (the config type, re-exported)
+from selfplay.config import SelfPlayConfig
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -37,8 +39,8 @@ def main(argv=None) -> int:
         return 2
     from configs.runtime import enable_compilation_cache
     enable_compilation_cache()  # the driver's and (through the environment) the actors' compiles
-    from learner.driver import RunError, run  # heavy imports only once the config is valid
     from replay.record import RecordError
+    from selfplay.run import RunError, run  # heavy imports only once the config is valid
 
     try:
         summary = run(cfg, resume=args.resume, ray_address=args.ray_address,
@@ -46,7 +48,7 @@ def main(argv=None) -> int:
     except (RunError, RecordError, FileNotFoundError) as e:
         print(f"selfplay.py: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(summary))
+    print(json.dumps(dataclasses.asdict(summary)))
     return 0
 
 

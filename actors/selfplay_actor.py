@@ -2,7 +2,7 @@
 
     actor = ray.remote(SelfPlayActor).options(num_cpus=..., num_gpus=...).remote(
         actor_id, game_name, network_cfg, search_cfg, actor_cfg, replay, store, seed)
-    stats = ray.get(actor.play.remote(plies))   # finished games are durable in replay on return
+    report = ray.get(actor.play.remote(plies))  # a PlayReport; finished games are durable in replay
 
 Every ply: search all B games, record each position (observation, legal moves, pi, child Q, root
 value), check resignation, step the games. A finished game (rules, the game's ply cap as a draw, or
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +23,7 @@ import games
 import models
 import search as search_lib
 from actors.config import ActorConfig
+from actors.messages import PlayReport
 from replay.record import GameRecord, compress_observation, encode
 
 
@@ -36,7 +36,7 @@ class _GameLog:
     first_version: int
     obs: list = dataclasses.field(default_factory=list)
     to_play: list = dataclasses.field(default_factory=list)
-    legal: list = dataclasses.field(default_factory=list)
+    num_legal: list = dataclasses.field(default_factory=list)
     legal_actions: list = dataclasses.field(default_factory=list)
     policy: list = dataclasses.field(default_factory=list)
     child_q: list = dataclasses.field(default_factory=list)
@@ -108,7 +108,7 @@ class SelfPlayActor:
                 self.version, self.variables = result
 
     # -- play ------------------------------------------------------------------------------------
-    def play(self, num_plies: int) -> dict:
+    def play(self, num_plies: int) -> PlayReport:
         """Advances every game `num_plies` plies; returns after finished games are acknowledged."""
         acks, finished, positions = [], [], 0
         t0 = time.perf_counter()
@@ -134,11 +134,10 @@ class SelfPlayActor:
                 for b in np.flatnonzero(ended):
                     self.logs[b] = self._new_log(keys[b])
         ray.get(acks)  # durable before we report them
-        return {
-            "actor": self.actor_id, "games": len(finished), "positions": positions,
-            "game_plies": [r.plies for r in finished], "version": self.version,
-            "seconds": time.perf_counter() - t0, "node": ray.get_runtime_context().get_node_id(),
-        }
+        return PlayReport(
+            actor=self.actor_id, games=len(finished), positions=positions,
+            game_plies=tuple(r.plies for r in finished), version=self.version,
+            seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id())
 
     def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v) -> np.ndarray:
         """Logs each game's position; returns [B] the resigning pgx player id or -1."""
@@ -159,7 +158,7 @@ class SelfPlayActor:
                     continue  # the game ends before this position's move
             log.obs.append(compress_observation(obs[b]))
             log.to_play.append(int(to_play[b]))
-            log.legal.append(n)
+            log.num_legal.append(n)
             log.legal_actions.append(slots[b, :n])
             log.policy.append(pi[b, :n])
             log.child_q.append(q[b, :n])
@@ -180,13 +179,10 @@ class SelfPlayActor:
             init_key=log.init_key, actions=np.asarray(log.actions, np.int32), observations=log.obs,
             obs_shape=tuple(self.game.spec.observation_shape),
             obs_dtype=self.obs_dtype,
-            to_play=np.asarray(log.to_play, np.int8), legal=np.asarray(log.legal, np.int16),
+            to_play=np.asarray(log.to_play, np.int8), num_legal=np.asarray(log.num_legal, np.int16),
             legal_actions=cat(log.legal_actions, np.int32), policy=cat(log.policy, np.float32),
             child_q=cat(log.child_q, np.float32), root_value=np.asarray(log.root_value, np.float32),
             rewards=np.asarray(rewards, np.float32), termination=termination,
             resign_disabled=log.resign_disabled, resign_would_have=log.would_resign,
             param_versions=np.asarray([log.first_version, self.version], np.int64), created=time.time(),
         )
-
-    def version_in_use(self) -> int:
-        return self.version

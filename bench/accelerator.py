@@ -29,6 +29,7 @@ import search  # noqa: E402
 from learner.config import LearnerConfig  # noqa: E402
 from learner.train import init_train_state, make_train_step  # noqa: E402
 from models import presets  # noqa: E402
+from replay.messages import TrainingBatch  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")
@@ -87,14 +88,14 @@ def bench_learner(names, batch: int, repeats: int) -> None:
     legal[:, :32] = np.sort(rng.choice(CHESS.num_actions, size=(batch, 32)), axis=1)
     policy = np.zeros((batch, width), np.float32)
     policy[:, :32] = rng.dirichlet(np.ones(32), size=batch)
-    data = {"observation": jnp.asarray(rng.random((batch, *CHESS.observation_shape), np.float32)),
-            "legal_actions": jnp.asarray(legal), "policy": jnp.asarray(policy),
-            "z": jnp.asarray(rng.choice([-1.0, 0.0, 1.0], size=batch).astype(np.float32))}
+    data = TrainingBatch(observation=jnp.asarray(rng.random((batch, *CHESS.observation_shape), np.float32)),
+                         legal_actions=jnp.asarray(legal), policy=jnp.asarray(policy),
+                         z=jnp.asarray(rng.choice([-1.0, 0.0, 1.0], size=batch).astype(np.float32)))
     cfg = LearnerConfig(batch_size=batch)
     for name in names:
         net_cfg = CPU_NET if name == "chess_cpu" else presets.get(name)
         net = models.make_network(net_cfg, CHESS.spec)
-        state = init_train_state(net, cfg, data["observation"][:1], jax.random.PRNGKey(0))
+        state = init_train_state(net, cfg, data.observation[:1], jax.random.PRNGKey(0))
         step = make_train_step(net, cfg)
         holder = {"state": state}
 

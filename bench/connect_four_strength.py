@@ -25,9 +25,9 @@ import yaml  # noqa: E402
 
 import games  # noqa: E402
 from configs.loader import from_dict  # noqa: E402
-from learner.selfplay_config import SelfPlayConfig  # noqa: E402
 from models import checkpoint as network_checkpoint  # noqa: E402
 from search import make_search  # noqa: E402
+from selfplay.config import SelfPlayConfig  # noqa: E402
 
 ROWS, COLS = 6, 7
 WINDOWS = ([[(r, c + i) for i in range(4)] for r in range(ROWS) for c in range(COLS - 3)]

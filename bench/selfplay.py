@@ -34,8 +34,9 @@ import games  # noqa: E402
 import models  # noqa: E402
 import search as search_lib  # noqa: E402
 from configs.loader import load  # noqa: E402
-from learner.selfplay_config import SelfPlayConfig  # noqa: E402
 from learner.train import init_train_state, make_train_step  # noqa: E402
+from selfplay.config import SelfPlayConfig  # noqa: E402
+from selfplay.messages import TrainingBatch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = ["game=chess", "actors.games_per_actor=64", "search.policy=gumbel",
@@ -61,7 +62,7 @@ def _timed(fn, repeats: int) -> float:
     return (time.perf_counter() - t0) / repeats
 
 
-def replay_shaped_batch(game, obs: np.ndarray, batch_size: int) -> dict:
+def replay_shaped_batch(game, obs: np.ndarray, batch_size: int) -> TrainingBatch:
     """What ReplayBuffer.sample returns: observations tiled from `obs`, 20 legal moves per position."""
     W, A = game.spec.max_legal_actions, game.spec.num_actions
     rng = np.random.default_rng(0)
@@ -69,8 +70,8 @@ def replay_shaped_batch(game, obs: np.ndarray, batch_size: int) -> dict:
     legal[:, :20] = np.sort(np.stack([rng.choice(A, 20, replace=False) for _ in range(batch_size)]), axis=1)
     policy = np.zeros((batch_size, W), np.float32)
     policy[:, :20] = rng.dirichlet(np.ones(20), size=batch_size)
-    return {"observation": np.resize(obs, (batch_size, *obs.shape[1:])), "legal_actions": legal,
-            "policy": policy, "z": rng.choice([-1.0, 0.0, 1.0], size=batch_size).astype(np.float32)}
+    return TrainingBatch(observation=np.resize(obs, (batch_size, *obs.shape[1:])), legal_actions=legal,
+                         policy=policy, z=rng.choice([-1.0, 0.0, 1.0], size=batch_size).astype(np.float32))
 
 
 def samples_per_second(step, state, batch_size: int, steps: int) -> float:
@@ -113,8 +114,8 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) 
     for i in range(plies):
         key, k = jax.random.split(key)
         out = search(variables, states, k)
-        host = jax.device_get((game.observe(states), out.slot_actions, out.policy_target, out.child_q,
-                               out.root_value, out.action))
+        jax.device_get((game.observe(states), out.slot_actions, out.policy_target, out.child_q,
+                        out.root_value, out.action))  # the targets to host, as the actor does
         states = step(states, out.action)
         jax.block_until_ready(states)
     ply_s = (time.perf_counter() - t0) / plies
@@ -204,8 +205,8 @@ def bench_pgx_example_learner(overrides: list[str], steps: int) -> dict:
     LB = cfg.learner.batch_size
     obs = np.asarray(game.observe(jax.jit(game.init)(jax.random.split(jax.random.PRNGKey(0), 64))))
     slots = replay_shaped_batch(game, obs, LB)
-    dense_policy = np.asarray(search_lib.scatter_slots(slots["policy"], slots["legal_actions"], game.spec.num_actions))
-    batch = (slots["observation"], dense_policy, slots["z"])
+    dense_policy = np.asarray(search_lib.scatter_slots(slots.policy, slots.legal_actions, game.spec.num_actions))
+    batch = (slots.observation, dense_policy, slots.z)
     optimizer = optax.adam(1e-3)
 
     def loss_fn(params, batch_stats, obs, policy_target, value_target):

@@ -1,4 +1,8 @@
-"""The learner: training step, orbax checkpoints, parameter publication, and the self-play run driver."""
-from learner.config import LearnerConfig
+"""The learner: the training step, the `Learner` (a Ray actor or in-process) and its orbax checkpoints.
 
-__all__ = ["LearnerConfig"]
+It knows networks and the train step, not actors, replay or the run (selfplay/ orchestrates those).
+"""
+from learner.config import LearnerConfig
+from learner.messages import LearnerLocation, TrainMetrics, TrainResult
+
+__all__ = ["LearnerConfig", "LearnerLocation", "TrainMetrics", "TrainResult"]

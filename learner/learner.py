@@ -1,13 +1,15 @@
 """The learner: holds the train state on its device, trains on replay samples, publishes variables.
 
-    learner = Learner(cfg, state, replay, store)                     # in the driver process
+    learner = Learner(game_name, network_cfg, learner_cfg, state, replay, store)   # in this process
     learner = ray.remote(Learner).options(num_gpus=1).remote(...)    # or on a GPU node of the cluster
-    result = learner.train(num_steps)   # {"step": int, "metrics": {name: float}}
+    result = learner.train(num_steps)   # TrainResult(step, metrics) (learner/messages.py)
     state = learner.train_state()        # host copy of the TrainState, for checkpoints
 
-`learner.placement` in the config picks between the two (learner/driver.py). Each step takes the
-batch requested one step earlier from the replay actor (so sampling overlaps training) and every
-`publish_every` steps the variables go to the parameter store, where actors pick them up.
+`learner.placement` in the config picks between the two (selfplay/learners.py). `replay` is a Ray
+handle whose `sample(batch_size, seed)` returns a batch (a TrainingBatch), `store` one whose
+`publish(version, variables)` takes the variables: the learner knows neither class. Each step takes
+the batch requested one step earlier (so sampling overlaps training) and every `publish_every`
+steps the variables go to the parameter store, where actors pick them up.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ import ray
 
 import games
 import models
-from learner.selfplay_config import SelfPlayConfig
+from learner.config import LearnerConfig
+from learner.messages import LearnerLocation, TrainMetrics, TrainResult
 from learner.train import TrainState, make_train_step
 
 
@@ -32,19 +35,20 @@ def sample_seed(rng: np.ndarray, step: int) -> int:
 class Learner:
     """Trains `state` on batches from the `replay` actor; publishes to the `store` actor."""
 
-    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
-        game = games.make(cfg.game)
-        net = models.make_network(cfg.network, game.spec)
-        self._train_step = make_train_step(net, cfg.learner)
-        self._cfg = cfg.learner
+    def __init__(self, game_name: str, network_cfg: models.NetworkConfig, cfg: LearnerConfig,
+                 state: TrainState, replay, store):
+        game = games.make(game_name)
+        net = models.make_network(network_cfg, game.spec)
+        self._train_step = make_train_step(net, cfg)
+        self._cfg = cfg
         self._state = jax.device_put(state)
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.
         self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store
         self._next_batch = None  # ObjectRef of the batch the next step trains on
 
-    def train(self, num_steps: int) -> dict:
-        """Runs `num_steps` training steps; returns the step reached and the last step's metrics."""
+    def train(self, num_steps: int) -> TrainResult:
+        """Runs `num_steps` (>= 1) training steps; returns the step reached and the last step's metrics."""
         metrics = {}
         B = self._cfg.batch_size
         for _ in range(num_steps):
@@ -56,8 +60,7 @@ class Learner:
             self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
             if self._step % self._cfg.publish_every == 0:
                 self.publish()
-        return {"step": self._step,
-                "metrics": {k: float(v) for k, v in jax.device_get(metrics).items()}}
+        return TrainResult(step=self._step, metrics=TrainMetrics.of(jax.device_get(metrics)))
 
     def publish(self) -> None:
         self._store.publish.remote(self._step, self.variables())
@@ -70,7 +73,7 @@ class Learner:
         """The whole TrainState on the host (what learner/checkpoint.py saves)."""
         return jax.device_get(self._state)
 
-    def where(self) -> dict:
+    def location(self) -> LearnerLocation:
         """Where training runs: the train state's device (e.g. "cuda:0"), the Ray node and the process."""
-        return {"device": str(jax.tree.leaves(self._state.params)[0].devices().pop()),
-                "node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+        return LearnerLocation(device=str(jax.tree.leaves(self._state.params)[0].devices().pop()),
+                               node=ray.get_runtime_context().get_node_id(), pid=os.getpid())

@@ -4,14 +4,15 @@
     step = make_train_step(net, cfg)
     state, metrics = step(state, batch)      # jitted
 
-`batch` is what `ReplayBuffer.sample` returns: observation [B, *obs_shape], legal_actions [B, W]
-(pgx ids, -1 pads), policy [B, W] (pi over those moves), z [B]. The network's logits are gathered at
-the legal moves inside the jitted step and log p is taken over those alone (no dense [B, A] targets).
+`batch` is what `ReplayBuffer.sample` returns, a `TrainingBatch` (replay/messages.py; any pytree
+with these attributes does): observation [B, *obs_shape], legal_actions [B, W] (pgx ids, -1 pads),
+policy [B, W] (pi over those moves), z [B]. The network's logits are gathered at the legal moves
+inside the jitted step and log p is taken over those alone (no dense [B, A] targets).
 """
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +30,15 @@ class TrainState(NamedTuple):
     opt_state: Any
     step: jax.Array  # [] int32 learner steps taken
     rng: jax.Array  # [2] uint32 raw PRNG key for sampling seeds
+
+
+class Batch(Protocol):
+    """What the train step reads from a batch (replay.messages.TrainingBatch is one)."""
+
+    observation: jax.Array  # [B, *obs_shape]
+    legal_actions: jax.Array  # [B, W] int32 pgx ids, -1 pads
+    policy: jax.Array  # [B, W] pi over those moves
+    z: jax.Array  # [B] outcome for the side to move
 
 
 def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
@@ -63,13 +73,13 @@ def legal_log_probs(policy_logits: jax.Array, legal_actions: jax.Array):
     return jax.nn.log_softmax(logits, axis=-1), legal_actions != slots.EMPTY
 
 
-def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: dict):
+def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch):
     """Scalar loss, (new batch_stats, metrics dict)."""
-    out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch["observation"],
+    out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                              train=True, mutable=["batch_stats"])
-    log_p, valid = legal_log_probs(out.policy_logits, batch["legal_actions"])
-    policy_loss = -jnp.sum(jnp.where(valid, batch["policy"] * log_p, 0.0), axis=-1).mean()
-    z = batch["z"].astype(jnp.float32)
+    log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
+    policy_loss = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1).mean()
+    z = jnp.asarray(batch.z).astype(jnp.float32)
     value_loss = jnp.mean((z - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,
@@ -90,7 +100,7 @@ def make_train_step(net, cfg: LearnerConfig):
     schedule = learning_rate(cfg)
 
     @functools.partial(jax.jit, donate_argnums=0)  # the old state's buffers are reused in place
-    def step(state: TrainState, batch: dict):
+    def step(state: TrainState, batch: Batch):
         grad_fn = jax.grad(loss_and_metrics, has_aux=True)
         grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)

@@ -4,7 +4,8 @@ Run it as a Ray actor (`ray.remote(ReplayBuffer)`); it is plain Python so tests 
 
     buffer = ReplayBuffer("runs/x/replay", ReplayConfig(), num_actions=4672, max_legal_actions=218)
     ack = buffer.add(encode(record))     # returns after the record is fsynced to a chunk file
-    batch = buffer.sample(256, seed=7)   # uniform over the positions of the window
+    batch = buffer.sample(256, seed=7)   # a TrainingBatch, uniform over the positions of the window
+    stats = buffer.stats()               # ReplayStats (replay/messages.py)
 
 Memory is bounded by `window_positions` (whole games are evicted oldest first; observations are
 kept zlib-compressed) and samples are small padded arrays, so neither the actor nor Ray's object
@@ -19,13 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from replay import chunks, corpus
-from replay.retention import DiskRetention
 from replay.config import ReplayConfig
-from replay.record import GameRecord, decode
+from replay.messages import ReplayStats, TrainingBatch
+from replay.record import GameRecord, decode, encode
+from replay.retention import DiskRetention
 
 
 def outcome_counters(record: GameRecord) -> collections.Counter:
-    """One game's contribution to the outcome split, resignation and false-positive counts."""
+    """One game's contribution to the outcome split, resignation and false-positive counts
+    (keys: the counter fields of replay.messages.ReplayStats)."""
     c = collections.Counter()
     first = 0 if record.plies == 0 else int(record.to_play[0])
     r = record.rewards[first] if record.plies else 0.0
@@ -92,7 +95,7 @@ class ReplayBuffer:
         """Positions in the window."""
         return self._window_positions
 
-    def sample(self, batch_size: int, seed: int) -> dict:
+    def sample(self, batch_size: int, seed: int) -> TrainingBatch:
         """Uniform positions of the window as padded arrays (W = max_legal_actions):
 
         observation [B, *obs_shape], legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
@@ -119,23 +122,22 @@ class ReplayBuffer:
             policy[b, : hi - lo] = g.policy[lo:hi]
             z[b] = g.rewards[g.to_play[t]]
             obs.append(g.observation(t))
-        return {"observation": np.stack(obs), "legal_actions": legal, "policy": policy, "z": z}
+        return TrainingBatch(observation=np.stack(obs), legal_actions=legal, policy=policy, z=z)
 
-    def stats(self) -> dict:
+    def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""
         recent = list(self._recent)
-        return {
-            "games_total": self.games_total,
-            "positions_total": self.positions_total,
-            "window_games": len(self._games),
-            "window_positions": self._window_positions,
-            "mean_game_length": float(np.mean([g.plies for g in recent])) if recent else 0.0,
-            **{k: int(v) for k, v in self._stats.items()},
-        }
+        return ReplayStats(
+            games_total=self.games_total,
+            positions_total=self.positions_total,
+            window_games=len(self._games),
+            window_positions=self._window_positions,
+            mean_game_length=float(np.mean([g.plies for g in recent])) if recent else 0.0,
+            **{k: int(v) for k, v in self._stats.items()},  # a key not in ReplayStats is a TypeError
+        )
 
     def recent_games(self, n: int) -> list[bytes]:
         """The last n games (encoded), e.g. for the sample PGN."""
-        from replay.record import encode
         return [encode(g) for g in list(self._recent)[-n:]]
 
     def freeze(self, out_dir: str | os.PathLike) -> dict:

@@ -4,7 +4,7 @@ A record holds, per position t (T = plies played):
   observation   the network input, zlib-compressed raw bytes of the pgx observation (exact, and
                 small: chess planes are mostly zeros); the actions from `init_key` also replay it
   to_play       [T] pgx player id to move
-  legal         [T] number of legal moves n_t; the next three are concatenated over t ([sum n_t]):
+  num_legal     [T] number of legal moves n_t; the next three are concatenated over t ([sum n_t]):
   legal_actions pgx action ids of the legal moves (the search's slots, in slot order)
   policy        the search's policy target pi over those moves (sparse: legal moves only)
   child_q       the search's Q value of each move, from the side to move
@@ -16,6 +16,7 @@ every pgx state exactly, e.g. for FEN + move history in the corpus or PGN).
 
 On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]`, `body` the
 msgpack map of the fields with arrays as little-endian bytes, so corruption is detected per record.
+Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`. Both are read.
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ import msgpack
 import numpy as np
 
 MAGIC = "zcgr"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+_RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> today's
 
 
 class RecordError(ValueError):
@@ -36,7 +39,7 @@ class RecordError(ValueError):
 
 # Array fields and their on-disk dtypes (little-endian).
 _ARRAYS = {
-    "init_key": "<u4", "actions": "<i4", "to_play": "<i1", "legal": "<i2",
+    "init_key": "<u4", "actions": "<i4", "to_play": "<i1", "num_legal": "<i2",
     "legal_actions": "<i4", "policy": "<f4", "child_q": "<f4", "root_value": "<f4",
     "rewards": "<f4", "param_versions": "<i8",
 }
@@ -47,17 +50,17 @@ class GameRecord:
     """One finished game; arrays are numpy, shapes as in the module docstring."""
 
     game: str  # game name ("chess", "tic_tac_toe", ...)
-    game_id: str  # unique id "<actor>-<counter>"
+    game_id: str  # unique id "<session>-a<actor>-g<serial>": session = actor start time (ms, hex), serial = game of that actor
     init_key: np.ndarray  # [2] uint32 raw key data of `game.init` for this game
     actions: np.ndarray  # [T] pgx actions played
     observations: list[bytes]  # T zlib-compressed observations, each of obs_shape / obs_dtype
     obs_shape: tuple[int, ...]  # pgx observation shape
     obs_dtype: str  # numpy dtype string of the observation ("float32", "bool")
     to_play: np.ndarray  # [T] pgx player id to move
-    legal: np.ndarray  # [T] legal-move count per position
-    legal_actions: np.ndarray  # [sum legal] pgx ids of the legal moves
-    policy: np.ndarray  # [sum legal] policy target pi
-    child_q: np.ndarray  # [sum legal] Q per move, side to move
+    num_legal: np.ndarray  # [T] legal-move count per position
+    legal_actions: np.ndarray  # [sum num_legal] pgx ids of the legal moves
+    policy: np.ndarray  # [sum num_legal] policy target pi
+    child_q: np.ndarray  # [sum num_legal] Q per move, side to move
     root_value: np.ndarray  # [T] root value, side to move
     rewards: np.ndarray  # [2] final reward per pgx player id (+1 win, -1 loss, 0 draw)
     termination: str  # "rules" (mate, stalemate, draw rules), "cap" (ply limit: draw), "resign"
@@ -85,7 +88,7 @@ class GameRecord:
 
     def offsets(self) -> np.ndarray:
         """[T + 1] start of each position's moves in the concatenated per-move arrays."""
-        return np.concatenate([[0], np.cumsum(self.legal, dtype=np.int64)])
+        return np.concatenate([[0], np.cumsum(self.num_legal, dtype=np.int64)])
 
     def resign_false_positive(self) -> bool:
         """A never-resign game where the player who would have resigned did not lose."""
@@ -118,12 +121,14 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
     if not (isinstance(frame, (list, tuple)) and len(frame) == 4 and frame[0] == MAGIC):
         raise RecordError(f"{where}: not a zerochess game record")
     _, version, crc, payload = frame
-    if version != SCHEMA_VERSION:
-        raise RecordError(f"{where}: record schema version {version}, this code reads {SCHEMA_VERSION}")
+    if version not in READABLE_VERSIONS:
+        raise RecordError(f"{where}: record schema version {version}, this code reads {READABLE_VERSIONS}")
     if not isinstance(payload, bytes) or zlib.crc32(payload) != crc:
         raise RecordError(f"{where}: checksum mismatch, the record is corrupt")
     try:
         body = msgpack.unpackb(payload, raw=False)
+        for old, new in _RENAMED.get(version, {}).items():
+            body[new] = body.pop(old)
         kwargs = {}
         for f in dataclasses.fields(GameRecord):
             value = body[f.name]
@@ -135,7 +140,7 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
         record = GameRecord(**kwargs)
     except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
         raise RecordError(f"{where}: malformed record body ({e})") from None
-    if int(record.legal.sum()) != len(record.policy) or len(record.observations) != record.plies:
+    if int(record.num_legal.sum()) != len(record.policy) or len(record.observations) != record.plies:
         raise RecordError(f"{where}: inconsistent record lengths")
     return record
 

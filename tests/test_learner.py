@@ -16,9 +16,10 @@ import models
 from configs.loader import ConfigError, load
 from learner.checkpoint import Checkpointer
 from learner.config import LearnerConfig
-from learner.selfplay_config import SelfPlayConfig
 from learner.train import init_train_state, learning_rate, legal_log_probs, loss_and_metrics, make_train_step
 from models import NetworkOutput
+from selfplay.config import SelfPlayConfig
+from selfplay.messages import TrainingBatch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,7 @@ def ttt_setup(batch: int = 32, seed: int = 0):
         legal[b, :n] = np.sort(rng.choice(9, n, replace=False))
         policy[b, :n] = rng.dirichlet(np.ones(n))
     z = rng.choice([-1.0, 0.0, 1.0], size=batch).astype(np.float32)
-    return game, net, {"observation": obs, "legal_actions": legal, "policy": policy, "z": z}
+    return game, net, TrainingBatch(observation=obs, legal_actions=legal, policy=policy, z=z)
 
 
 def test_legal_log_probs_normalise_over_legal_moves_and_ignore_pads():
@@ -60,8 +61,8 @@ class FixedNet:
 def test_loss_matches_hand_computation():
     # One position, legal moves {0, 2} of 3, logits (0, 5, ln 3): p over legal = (1/4, 3/4).
     net = FixedNet([[0.0, 5.0, np.log(3.0)]], [0.5], wdl=[[0.0, 0.0, 0.0]])
-    batch = {"observation": jnp.zeros((1, 1)), "legal_actions": jnp.array([[0, 2]]),
-             "policy": jnp.array([[0.5, 0.5]]), "z": jnp.array([-1.0])}
+    batch = TrainingBatch(observation=jnp.zeros((1, 1)), legal_actions=jnp.array([[0, 2]]),
+                          policy=jnp.array([[0.5, 0.5]]), z=jnp.array([-1.0]))
     loss, (_, m) = loss_and_metrics({}, {}, net, LearnerConfig(), batch)
     policy_loss = -(0.5 * np.log(0.25) + 0.5 * np.log(0.75))
     np.testing.assert_allclose(m["policy_loss"], policy_loss, rtol=1e-5)
@@ -74,7 +75,7 @@ def test_loss_matches_hand_computation():
 def test_loss_decreases_on_a_fixed_batch():
     game, net, batch = ttt_setup()
     cfg = LearnerConfig(lr_values=(0.05,), lr_boundaries=(), batch_size=32)
-    state = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(0))
+    state = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(0))
     step = make_train_step(net, cfg)
     losses = []
     for _ in range(60):
@@ -93,13 +94,13 @@ def test_piecewise_schedule():
 def test_checkpoint_restores_state_exactly(tmp_path):
     game, net, batch = ttt_setup()
     cfg = LearnerConfig(batch_size=32)
-    state = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(1))
+    state = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(1))
     step = make_train_step(net, cfg)
     for _ in range(3):
         state, _ = step(state, batch)
     ckpt = Checkpointer(tmp_path / "ck")
     ckpt.save(state, {"samples_trained": 96})
-    fresh = init_train_state(net, cfg, batch["observation"][:1], jax.random.PRNGKey(2))
+    fresh = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(2))
     restored, meta = Checkpointer(tmp_path / "ck").restore_latest(fresh)
     assert meta == {"samples_trained": 96} and int(restored.step) == 3
     for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(restored)):

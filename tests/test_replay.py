@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import zlib
 
 import chess
 import msgpack
@@ -28,7 +29,7 @@ def make_record(game_id: str, plies: int, seed: int = 0, num_actions: int = 9, w
         game="tic_tac_toe", game_id=game_id, init_key=np.array([seed, 7], np.uint32),
         actions=legal_actions.reshape(plies, width)[:, 0].astype(np.int32),
         observations=[compress_observation(o) for o in obs], obs_shape=(3, 3, 2), obs_dtype="bool",
-        to_play=(np.arange(plies) % 2).astype(np.int8), legal=legal, legal_actions=legal_actions.astype(np.int32),
+        to_play=(np.arange(plies) % 2).astype(np.int8), num_legal=legal, legal_actions=legal_actions.astype(np.int32),
         policy=policy, child_q=rng.uniform(-1, 1, plies * width).astype(np.float32),
         root_value=rng.uniform(-1, 1, plies).astype(np.float32), rewards=np.array([1.0, -1.0], np.float32),
         termination="rules", resign_disabled=True, resign_would_have=1,
@@ -40,7 +41,7 @@ def test_record_round_trip_is_exact():
     back = decode(encode(rec))
     for f in ("game", "game_id", "obs_shape", "obs_dtype", "termination", "resign_disabled", "resign_would_have", "created"):
         assert getattr(back, f) == getattr(rec, f)
-    for f in ("init_key", "actions", "to_play", "legal", "legal_actions", "policy", "child_q", "root_value",
+    for f in ("init_key", "actions", "to_play", "num_legal", "legal_actions", "policy", "child_q", "root_value",
               "rewards", "param_versions"):
         np.testing.assert_array_equal(getattr(back, f), getattr(rec, f))
     for t in range(7):
@@ -67,6 +68,19 @@ def test_unknown_schema_version_is_refused():
         decode(msgpack.packb(frame, use_bin_type=True))
 
 
+def test_schema_v1_record_still_decodes():
+    """Schema 1 named the legal-move count `legal`; a v1 frame (built here by hand) reads as today's."""
+    rec = make_record("old", 4, seed=3)
+    body = msgpack.unpackb(msgpack.unpackb(encode(rec), raw=False)[3], raw=False)
+    body["legal"] = body.pop("num_legal")
+    payload = msgpack.packb(body, use_bin_type=True)
+    v1 = msgpack.packb(["zcgr", 1, zlib.crc32(payload), payload], use_bin_type=True)
+    back = decode(v1)
+    np.testing.assert_array_equal(back.num_legal, rec.num_legal)
+    np.testing.assert_array_equal(back.policy, rec.policy)
+    assert back.game_id == "old" and back.plies == 4
+
+
 def test_buffer_persists_every_acknowledged_game_and_reloads(tmp_path):
     cfg = ReplayConfig(window_positions=1000, games_per_chunk=3)
     buf = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
@@ -81,7 +95,7 @@ def test_buffer_persists_every_acknowledged_game_and_reloads(tmp_path):
     assert len(chunks.chunk_paths(tmp_path)) == 3  # 3 + 3 + 2 games
     again = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
     assert [r.game_id for r in chunks.read_all(tmp_path)] == ids
-    assert again.stats()["games_total"] == 8 and again.size() == sum(4 + i for i in range(8))
+    assert again.stats().games_total == 8 and again.size() == sum(4 + i for i in range(8))
     again.add(encode(make_record("g8", 3)))  # a new chunk; the torn file is left alone
     assert [r.game_id for r in chunks.read_all(tmp_path)] == ids + ["g8"]
 
@@ -104,15 +118,15 @@ def test_window_is_bounded_by_positions_and_evicts_oldest_games(tmp_path):
     for i in range(10):
         buf.add(encode(make_record(f"g{i}", 5, seed=i)))
     s = buf.stats()
-    assert s["games_total"] == 10 and s["positions_total"] == 50
-    assert s["window_games"] == 4 and buf.size() == 20  # the last 4 games only
+    assert s.games_total == 10 and s.positions_total == 50
+    assert s.window_games == 4 and buf.size() == 20  # the last 4 games only
     batch = buf.sample(400, seed=0)
     kept = [make_record(f"g{i}", 5, seed=i) for i in range(6, 10)]
     firsts = {int(r.legal_actions[5 * t]) for r in kept for t in range(5)}
-    assert set(batch["legal_actions"][:, 0].tolist()) <= firsts
+    assert set(batch.legal_actions[:, 0].tolist()) <= firsts
     # Reload keeps the same window.
     again = ReplayBuffer(tmp_path, ReplayConfig(window_positions=20), num_actions=9, max_legal_actions=9)
-    assert again.stats()["window_games"] == 4
+    assert again.stats().window_games == 4
 
 
 def test_disk_positions_prunes_old_chunks_and_keeps_totals_across_reload(tmp_path):
@@ -125,11 +139,11 @@ def test_disk_positions_prunes_old_chunks_and_keeps_totals_across_reload(tmp_pat
     assert [chunks.chunk_index(p) for p in live] == [8, 9]
     assert [r.game_id for r in chunks.read_all(tmp_path)] == [f"g{i}" for i in range(16, 20)]
     s = buf.stats()
-    assert (s["games_total"], s["positions_total"], s["first_player_wins"]) == (20, 100, 20)
+    assert (s.games_total, s.positions_total, s.first_player_wins) == (20, 100, 20)
     again = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
     s2 = again.stats()
-    assert (s2["games_total"], s2["positions_total"], s2["first_player_wins"]) == (20, 100, 20)
-    assert (s2["no_resign_games"], s2["resign_false_positives"]) == (s["no_resign_games"], s["resign_false_positives"])
+    assert (s2.games_total, s2.positions_total, s2.first_player_wins) == (20, 100, 20)
+    assert (s2.no_resign_games, s2.resign_false_positives) == (s.no_resign_games, s.resign_false_positives)
     assert again.size() == 10 and again.reloaded_games == 20
 
 
@@ -145,7 +159,7 @@ def test_chunk_pruned_just_before_a_crash_is_not_counted_twice(tmp_path):
     (tmp_path / "pruned.json").write_text(json.dumps(pruned))
     again = ReplayBuffer(tmp_path, cfg, num_actions=9, max_legal_actions=9)
     assert [chunks.chunk_index(p) for p in chunks.chunk_paths(tmp_path)] == [2]
-    assert again.stats()["games_total"] == 6 and again.stats()["positions_total"] == 30
+    assert again.stats().games_total == 6 and again.stats().positions_total == 30
 
 
 def test_disk_positions_zero_keeps_every_game(tmp_path):
@@ -161,16 +175,16 @@ def test_sample_matches_the_stored_positions(tmp_path):
     rec = make_record("only", 6, seed=4)
     buf.add(encode(rec))
     batch = buf.sample(64, seed=1)
-    assert batch["observation"].shape == (64, 3, 3, 2) and batch["observation"].dtype == bool
-    assert batch["legal_actions"].shape == (64, 9) and batch["policy"].shape == (64, 9)
+    assert batch.observation.shape == (64, 3, 3, 2) and batch.observation.dtype == bool
+    assert batch.legal_actions.shape == (64, 9) and batch.policy.shape == (64, 9)
     drawn = set()
     for b in range(64):
-        t = next(t for t in range(6) if np.array_equal(rec.observation(t), batch["observation"][b]))
+        t = next(t for t in range(6) if np.array_equal(rec.observation(t), batch.observation[b]))
         drawn.add(t)
-        np.testing.assert_array_equal(batch["legal_actions"][b, :5], rec.legal_actions[5 * t: 5 * t + 5])
-        assert np.all(batch["legal_actions"][b, 5:] == -1)
-        np.testing.assert_allclose(batch["policy"][b, :5], rec.policy[5 * t: 5 * t + 5])
-        assert batch["z"][b] == (1.0 if t % 2 == 0 else -1.0)
+        np.testing.assert_array_equal(batch.legal_actions[b, :5], rec.legal_actions[5 * t: 5 * t + 5])
+        assert np.all(batch.legal_actions[b, 5:] == -1)
+        np.testing.assert_allclose(batch.policy[b, :5], rec.policy[5 * t: 5 * t + 5])
+        assert batch.z[b] == (1.0 if t % 2 == 0 else -1.0)
     assert drawn == set(range(6))  # uniform over the window: every position comes up
 
 
@@ -193,7 +207,7 @@ def chess_record(num_plies: int, seed: int) -> tuple[GameRecord, list[chess.Boar
         game="chess", game_id=f"c{seed}", init_key=np.zeros(2, np.uint32), actions=np.array(actions, np.int32),
         observations=[compress_observation(np.zeros((8, 8, 119), np.float32))] * num_plies,
         obs_shape=(8, 8, 119), obs_dtype="float32", to_play=(np.arange(num_plies) % 2).astype(np.int8),
-        legal=np.array(legal_counts, np.int16), legal_actions=np.array(legal_actions, np.int32),
+        num_legal=np.array(legal_counts, np.int16), legal_actions=np.array(legal_actions, np.int32),
         policy=np.full(n, 0.05, np.float32), child_q=np.zeros(n, np.float32),
         root_value=np.zeros(num_plies, np.float32), rewards=np.zeros(2, np.float32), termination="cap",
         resign_disabled=False, resign_would_have=-1, param_versions=np.array([0, 0]), created=0.0)

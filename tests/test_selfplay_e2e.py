@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 import games
-from configs.loader import apply_overrides, load
-from learner.selfplay_config import SelfPlayConfig
+from configs.loader import load, to_dict
 from models import checkpoint as network_checkpoint
 from replay import chunks
 from search import SearchConfig, make_search
+from selfplay.config import SelfPlayConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
@@ -106,7 +106,7 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
     import ray
     from ray.cluster_utils import Cluster
 
-    from learner.driver import run
+    from selfplay.run import run
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
                                                             "object_store_memory": 96 * 2**20})
@@ -121,10 +121,12 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
     finally:
         ray.shutdown()
         cluster.shutdown()
-    assert len(summary["actor_nodes"]) == 2, summary  # actors ran on both nodes
-    assert summary["learner"]["pid"] != os.getpid(), summary  # trained in the learner actor
-    assert summary["step"] == cfg.learner.max_steps
+    assert len(summary.actor_nodes) == 2, summary  # actors ran on both nodes
+    assert summary.learner.pid != os.getpid(), summary  # trained in the learner actor
+    assert summary.step == cfg.learner.max_steps
     net, variables = _variables_of(tmp_path / "ttt")
+    # the network directory records the search it was trained with (the arena's MCTS agent reads it)
+    assert network_checkpoint.load(tmp_path / "ttt" / "network").metadata["search"] == to_dict(cfg.search)
     first = play_vs_minimax(variables, net, cfg.search, 100, True, seed=1)
     second = play_vs_minimax(variables, net, cfg.search, 100, False, seed=0)
     assert first["losses"] == 0, first

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Optional
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from tensorboardX import SummaryWriter
 
+from selfplay.config import SelfPlayConfig
+from selfplay.messages import PlayReport, ReplayStats, TrainMetrics
+
 
 class Progress:
-    def __init__(self, tb_dir, cfg, show: bool | None = None):
+    def __init__(self, tb_dir, cfg: SelfPlayConfig, show: bool | None = None):
         self.cfg = cfg
         self.writer = SummaryWriter(str(tb_dir))
         self.show = sys.stdout.isatty() if show is None else show
@@ -30,14 +34,14 @@ class Progress:
         self.last_tb = 0.0
         self.last_line = 0.0
 
-    def games_finished(self, result: dict) -> None:
-        self.games += result["games"]
-        self.positions += result["positions"]
+    def games_finished(self, report: PlayReport) -> None:
+        self.games += report.games
+        self.positions += report.positions
 
     def trained(self, step: int, batch: int) -> None:
         self.samples += batch
 
-    def update(self, step: int, metrics: dict, replay_stats: dict | None) -> None:
+    def update(self, step: int, metrics: Optional[TrainMetrics], replay_stats: Optional[ReplayStats]) -> None:
         now = time.monotonic()
         dt = now - self.t_rate
         if dt >= 5.0:
@@ -56,52 +60,52 @@ class Progress:
             self.last_line = now
             print(self._line(step, metrics, replay_stats), flush=True)
 
-    def _tensorboard(self, step: int, m: dict, r: dict) -> None:
+    def _tensorboard(self, step: int, m: Optional[TrainMetrics], r: ReplayStats) -> None:
         w = self.writer
-        for k in ("loss", "policy_loss", "value_loss", "wdl_loss"):
-            if k in m:
-                w.add_scalar(f"loss/{k.replace('_loss', '') if k != 'loss' else 'total'}", float(m[k]), step)
-        for k in ("policy_entropy", "learning_rate", "param_norm"):
-            if k in m:
-                w.add_scalar(k, float(m[k]), step)
+        if m is not None:
+            w.add_scalar("loss/total", m.loss, step)
+            w.add_scalar("loss/policy", m.policy_loss, step)
+            w.add_scalar("loss/value", m.value_loss, step)
+            if m.wdl_loss is not None:
+                w.add_scalar("loss/wdl", m.wdl_loss, step)
+            w.add_scalar("policy_entropy", m.policy_entropy, step)
+            w.add_scalar("learning_rate", m.learning_rate, step)
+            w.add_scalar("param_norm", m.param_norm, step)
         w.add_scalar("selfplay/games_per_s", self.rates["games_per_s"], step)
         w.add_scalar("selfplay/positions_per_s", self.rates["positions_per_s"], step)
-        w.add_scalar("selfplay/mean_game_length", r["mean_game_length"], step)
+        w.add_scalar("selfplay/mean_game_length", r.mean_game_length, step)
         w.add_scalar("learner/samples_per_s", self.rates["samples_per_s"], step)
-        w.add_scalar("replay/buffer_positions", r["window_positions"], step)
-        w.add_scalar("replay/games_total", r["games_total"], step)
-        n = max(1, r["games_total"])
-        for k in ("first_player_wins", "draws", "first_player_losses"):
-            w.add_scalar(f"outcome/{k}", r.get(k, 0) / n, step)
-        w.add_scalar("resign/rate", r.get("resigned", 0) / n, step)
-        would = r.get("resign_would_have", 0)
-        w.add_scalar("resign/false_positive_rate", r.get("resign_false_positives", 0) / max(1, would), step)
+        w.add_scalar("replay/buffer_positions", r.window_positions, step)
+        w.add_scalar("replay/games_total", r.games_total, step)
+        w.add_scalar("outcome/first_player_wins", r.fraction(r.first_player_wins), step)
+        w.add_scalar("outcome/draws", r.fraction(r.draws), step)
+        w.add_scalar("outcome/first_player_losses", r.fraction(r.first_player_losses), step)
+        w.add_scalar("resign/rate", r.fraction(r.resigned), step)
+        w.add_scalar("resign/false_positive_rate", r.resign_false_positive_rate, step)
         w.flush()
 
-    def _line(self, step: int, m: dict, r: dict) -> str:
-        loss = f"{float(m['loss']):.3f}" if "loss" in m else "-"
-        return (f"[{time.monotonic() - self.t0:6.0f}s] games {r['games_total']}  "
+    def _line(self, step: int, m: Optional[TrainMetrics], r: ReplayStats) -> str:
+        loss = f"{m.loss:.3f}" if m is not None else "-"
+        return (f"[{time.monotonic() - self.t0:6.0f}s] games {r.games_total}  "
                 f"positions/s {self.rates['positions_per_s']:.1f}  step {step}  loss {loss}  "
-                f"buffer {r['window_positions']}  mean plies {r['mean_game_length']:.0f}")
+                f"buffer {r.window_positions}  mean plies {r.mean_game_length:.0f}")
 
-    def _table(self, step: int, m: dict, r: dict) -> Table:
+    def _table(self, step: int, m: Optional[TrainMetrics], r: ReplayStats) -> Table:
         t = Table(title=f"zerochess self-play: {self.cfg.name} ({self.cfg.game})", show_header=False)
         t.add_column(style="bold")
         t.add_column(justify="right")
-        n = max(1, r["games_total"])
         rows = [
             ("elapsed", f"{time.monotonic() - self.t0:.0f} s"),
-            ("games", f"{r['games_total']}  ({self.rates['games_per_s']:.2f}/s)"),
+            ("games", f"{r.games_total}  ({self.rates['games_per_s']:.2f}/s)"),
             ("positions/s", f"{self.rates['positions_per_s']:.1f}"),
             ("learner step", f"{step}  ({self.rates['samples_per_s']:.0f} samples/s)"),
-            ("loss (policy / value)", f"{float(m['loss']):.3f}  ({float(m['policy_loss']):.3f} / "
-                                      f"{float(m['value_loss']):.3f})" if "loss" in m else "-"),
-            ("buffer positions", str(r["window_positions"])),
-            ("mean game length", f"{r['mean_game_length']:.1f}"),
-            ("1st-player win / draw / loss", f"{r.get('first_player_wins', 0) / n:.2f} / "
-                                             f"{r.get('draws', 0) / n:.2f} / {r.get('first_player_losses', 0) / n:.2f}"),
-            ("resigned", f"{r.get('resigned', 0)}  (false positives {r.get('resign_false_positives', 0)}"
-                         f"/{r.get('resign_would_have', 0)})"),
+            ("loss (policy / value)", f"{m.loss:.3f}  ({m.policy_loss:.3f} / {m.value_loss:.3f})"
+                                      if m is not None else "-"),
+            ("buffer positions", str(r.window_positions)),
+            ("mean game length", f"{r.mean_game_length:.1f}"),
+            ("1st-player win / draw / loss", f"{r.fraction(r.first_player_wins):.2f} / "
+                                             f"{r.fraction(r.draws):.2f} / {r.fraction(r.first_player_losses):.2f}"),
+            ("resigned", f"{r.resigned}  (false positives {r.resign_false_positives}/{r.resign_would_have})"),
         ]
         for k, v in rows:
             t.add_row(k, v)

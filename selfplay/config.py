@@ -1,5 +1,6 @@
 """SelfPlayConfig: one run of `selfplay.py`, composed of each package's config (YAML in configs/).
 
+    from selfplay.config import SelfPlayConfig
     cfg = configs.loader.load(SelfPlayConfig, "configs/chess_cpu.yaml", ["learner.batch_size=128"])
 """
 from __future__ import annotations

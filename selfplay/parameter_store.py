@@ -25,6 +25,3 @@ class ParameterStore:
         if self.version > version:
             return self.version, self.variables
         return None
-
-    def latest_version(self) -> int:
-        return self.version

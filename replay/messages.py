@@ -1,0 +1,51 @@
+"""What the replay buffer hands to other rooms: the training batch and the replay statistics.
+
+    batch = buffer.sample(256, seed=7)   # TrainingBatch: a NamedTuple, so a JAX pytree
+    stats = buffer.stats()               # ReplayStats: totals, window, outcome split, resignations
+
+selfplay/messages.py re-exports both beside the run's own messages.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+
+class TrainingBatch(NamedTuple):
+    """Uniform positions of the replay window, padded to W = max_legal_actions moves (learner/train.py)."""
+
+    observation: np.ndarray  # [B, *obs_shape] network input
+    legal_actions: np.ndarray  # [B, W] int32 pgx ids of the legal moves, -1 pads
+    policy: np.ndarray  # [B, W] float32 search policy target pi over those moves (0 at pads)
+    z: np.ndarray  # [B] float32 game outcome for the side to move, in {-1, 0, 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayStats:
+    """Totals of the run's replay directory (pruned chunk files included) and the current window."""
+
+    games_total: int  # games ever written to this run's replay directory
+    positions_total: int  # positions of those games
+    window_games: int  # games in the in-memory window
+    window_positions: int  # positions in the window
+    mean_game_length: float  # mean plies of the most recent (up to 200) games
+    # Counters summed over the games (replay/buffer.py `outcome_counters`):
+    first_player_wins: int = 0  # games won by the player who moved first
+    draws: int = 0  # drawn games (the ply cap included)
+    first_player_losses: int = 0  # games lost by the player who moved first
+    resigned: int = 0  # games ended by resignation
+    capped: int = 0  # games ended at the game's ply cap (a draw)
+    no_resign_games: int = 0  # games of the never-resign fraction
+    resign_would_have: int = 0  # never-resign games where a player would have resigned
+    resign_false_positives: int = 0  # ... and that player did not lose
+
+    def fraction(self, count: int) -> float:
+        """`count` (one of the counters above) as a fraction of games_total (0 with no games)."""
+        return count / max(1, self.games_total)
+
+    @property
+    def resign_false_positive_rate(self) -> float:
+        """False positives among the never-resign games where someone would have resigned."""
+        return self.resign_false_positives / max(1, self.resign_would_have)

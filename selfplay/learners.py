@@ -1,0 +1,134 @@
+"""The run's learner, in this process or in a Ray actor, behind one interface.
+
+    learner = make_learner(cfg, state, replay, store)   # LocalLearner or RemoteLearner (learner.placement)
+    n = learner.steps_per_call(steps_allowed)           # what one call should train
+    learner.start(n)
+    result = learner.poll(ready_refs)                    # TrainResult once the call has finished, else None
+
+A local learner trains one step per call, synchronously (the run serves its actors between steps);
+its result is ready at once. A remote learner trains up to `publish_every` steps per call alongside
+the run, which waits on `in_flight()` together with the actors' calls.
+"""
+from __future__ import annotations
+
+from typing import Collection, Optional, Protocol
+
+import ray
+
+from learner.learner import Learner
+from learner.messages import LearnerLocation, TrainResult
+from learner.train import TrainState
+from selfplay.config import SelfPlayConfig
+
+
+class LearnerHandle(Protocol):
+    """One training call at a time: `start`, then `poll` until it returns the result."""
+
+    def steps_per_call(self, steps_allowed: int) -> int:
+        """Steps to train in the next call when the train ratio allows `steps_allowed` (>= 1) more."""
+
+    def start(self, num_steps: int) -> None:
+        """Begins a call of `num_steps` (>= 1) steps; only when not `busy()`."""
+
+    def busy(self) -> bool:
+        """A call started and its result not yet taken by `poll` / `wait`."""
+
+    def in_flight(self) -> list:
+        """Ray refs to wait on beside the actors' (the call in flight), or none."""
+
+    def poll(self, ready: Collection) -> Optional[TrainResult]:
+        """The started call's result if it has finished (`ready`: refs `ray.wait` returned), else None."""
+
+    def wait(self) -> TrainResult:
+        """The started call's result, waiting for it."""
+
+    def train_state(self) -> TrainState:
+        """The whole TrainState on this host (raises a RayError if a learner actor is lost)."""
+
+    def location(self) -> LearnerLocation:
+        """Where it trains."""
+
+    def close(self) -> None:
+        """Releases the learner (kills its actor)."""
+
+
+class LocalLearner:
+    """Trains in this process, one step per call, synchronously."""
+
+    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
+        self._learner = Learner(cfg.game, cfg.network, cfg.learner, state, replay, store)
+        self._result: Optional[TrainResult] = None
+
+    def steps_per_call(self, steps_allowed: int) -> int:
+        return 1  # the run serves its actors between steps
+
+    def start(self, num_steps: int) -> None:
+        self._result = self._learner.train(num_steps)
+
+    def busy(self) -> bool:
+        return self._result is not None
+
+    def in_flight(self) -> list:
+        return []
+
+    def poll(self, ready: Collection) -> Optional[TrainResult]:
+        result, self._result = self._result, None
+        return result
+
+    def wait(self) -> TrainResult:
+        return self.poll(())
+
+    def train_state(self) -> TrainState:
+        return self._learner.train_state()
+
+    def location(self) -> LearnerLocation:
+        return self._learner.location()
+
+    def close(self) -> None:
+        pass
+
+
+class RemoteLearner:
+    """Trains in a Ray actor (`learner.num_gpus` / `num_cpus`), up to `publish_every` steps per call."""
+
+    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
+        self._max_steps = cfg.learner.publish_every
+        self._actor = ray.remote(Learner).options(num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus) \
+            .remote(cfg.game, cfg.network, cfg.learner, state, replay, store)
+        self._ref = None  # the train call in flight
+
+    def steps_per_call(self, steps_allowed: int) -> int:
+        return max(1, min(steps_allowed, self._max_steps))
+
+    def start(self, num_steps: int) -> None:
+        self._ref = self._actor.train.remote(num_steps)
+
+    def busy(self) -> bool:
+        return self._ref is not None
+
+    def in_flight(self) -> list:
+        return [self._ref] if self._ref is not None else []
+
+    def poll(self, ready: Collection) -> Optional[TrainResult]:
+        if self._ref is None or self._ref not in ready:
+            return None
+        return self.wait()
+
+    def wait(self) -> TrainResult:
+        ref, self._ref = self._ref, None
+        return ray.get(ref)
+
+    def train_state(self) -> TrainState:
+        return ray.get(self._actor.train_state.remote())
+
+    def location(self) -> LearnerLocation:
+        return ray.get(self._actor.location.remote())
+
+    def close(self) -> None:
+        ray.kill(self._actor)
+
+
+def make_learner(cfg: SelfPlayConfig, state: TrainState, replay, store) -> LearnerHandle:
+    """The learner `cfg.learner.placement` asks for ("driver": this process, "actor": a Ray actor)."""
+    cls = RemoteLearner if cfg.learner.placement == "actor" else LocalLearner
+    return cls(cfg, state, replay, store)

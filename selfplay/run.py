@@ -1,0 +1,319 @@
+"""The self-play run: Ray actors generate games, the replay buffer keeps them, the learner trains.
+
+    summary = run(cfg, resume=False, ray_address=None)   # a RunSummary (selfplay/messages.py)
+
+The learner (learner/learner.py) trains in this (driver) process, or with `learner.placement: actor`
+in a Ray actor with `learner.num_gpus` / `num_cpus` (a GPU node of the cluster); selfplay/learners.py
+puts both behind one interface. It trains only while
+    samples trained <= learner.train_ratio * positions generated
+so it neither overfits a small buffer nor starves, publishes variables every `publish_every` steps.
+This process checkpoints every `checkpoint_every` steps and on exit (Ctrl-C included) to
+checkpoints/ (orbax: the full TrainState) and network/ (models/checkpoint.py: what arena/ loads, with
+the search config it was trained with in its metadata), and writes TensorBoard scalars. The replay
+buffer and parameter store run on this process's node, so every file of the run is written here. A
+resumed run restores the learner checkpoint (params, optimizer, step, RNG, counters) and the replay
+window from its chunk files; games in progress at the stop are not kept.
+
+The loop repeats three steps over a `RunState` until a stop condition or Ctrl-C, then shuts down:
+    collect   wait briefly for finished actor calls (and a finished training call); restart actors
+    train     start training while the train ratio allows
+    report    progress / TensorBoard, sample games to games.pgn, stop conditions
+    shutdown  finish a training call in flight, checkpoint, stop actors and replay -> RunSummary
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import jax
+import ray
+import yaml
+
+import games
+import models
+from actors.selfplay_actor import SelfPlayActor
+from configs.loader import to_dict
+from learner.checkpoint import Checkpointer
+from learner.train import TrainState, init_train_state
+from models import checkpoint as network_checkpoint
+from replay.buffer import ReplayBuffer
+from replay.record import decode
+from selfplay.config import SelfPlayConfig
+from selfplay.learners import LearnerHandle, make_learner
+from selfplay.messages import PlayReport, RunSummary, StopReason, TrainMetrics, TrainResult
+from selfplay.parameter_store import ParameterStore
+from selfplay.progress import Progress
+
+
+class RunError(RuntimeError):
+    """A run that cannot start as asked (existing run without --resume, nothing to resume, ...)."""
+
+
+def run_dir_of(cfg: SelfPlayConfig) -> Path:
+    return Path(cfg.runs_dir) / cfg.name
+
+
+def _prepare_run_dir(cfg: SelfPlayConfig, resume: bool) -> Path:
+    run_dir = run_dir_of(cfg)
+    started = (run_dir / "config.yaml").exists()
+    if started and not resume:
+        raise RunError(f"{run_dir} already holds a run: pass --resume to continue it or choose another name")
+    if resume and not started:
+        raise RunError(f"nothing to resume in {run_dir} (no config.yaml)")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    return run_dir
+
+
+def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
+    """Connects to `address` or starts a small local Ray; returns whether we started it."""
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, log_to_driver=True)
+    else:
+        ray.init(num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
+                 object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
+    return True
+
+
+def _append_pgn(run_dir: Path, frame: bytes) -> None:
+    """Appends one finished chess game to games.pgn (python-chess via games/chess_bridge)."""
+    from games import chess_bridge
+
+    record = decode(frame)
+    white_reward = record.rewards[int(record.to_play[0])] if record.plies else 0.0  # white moves first
+    result = "1-0" if white_reward > 0 else "0-1" if white_reward < 0 else "1/2-1/2"
+    game = chess_bridge.actions_to_pgn(
+        record.actions.tolist(), result=result,
+        headers={"Event": "zerochess self-play", "Round": record.game_id, "Termination": record.termination,
+                 "White": f"zerochess v{record.param_versions[0]}", "Black": f"zerochess v{record.param_versions[1]}"})
+    with open(run_dir / "games.pgn", "a") as f:
+        print(game, file=f, end="\n\n")
+
+
+def _variables(state: TrainState) -> dict:
+    return jax.device_get({"params": state.params, "batch_stats": state.batch_stats})
+
+
+def _on_this_node() -> dict:
+    """Ray options pinning an actor to the driver's node (its files land in this run directory)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    node = ray.get_runtime_context().get_node_id()
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node, soft=False)}
+
+
+def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = None,
+        show_progress: bool | None = None) -> RunSummary:
+    """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
+    run_dir = _prepare_run_dir(cfg, resume)
+    game = games.make(cfg.game)
+    net = models.make_network(cfg.network, game.spec)
+    obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
+    state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed))
+    checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
+    meta = {"samples_trained": 0}
+    restored = checkpointer.restore_latest(state) if resume else None
+    if restored is not None:
+        state, meta = restored
+    started_ray = _init_ray(cfg, ray_address)
+    progress = Progress(run_dir / "tb", cfg, show_progress)
+    try:
+        return _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
+                        checkpointer, progress).run()
+    finally:
+        progress.close()
+        checkpointer.close()
+        if started_ray:
+            ray.shutdown()
+
+
+@dataclasses.dataclass
+class RunState:
+    """The counters of one session of a run: what the loop's steps read and update."""
+
+    batch_size: int  # positions per learner step
+    step: int  # learner steps taken in all (the last the learner reported)
+    samples_base: int  # samples trained before this session (from the checkpoint)
+    step_base: int  # the step this session started at
+    games_total: int  # games in the replay directory
+    positions_total: int  # positions of those games
+    games_at_start: int  # games found on disk at the start
+    next_pgn: int  # games_total at which the next sample game goes to games.pgn
+    started: float = dataclasses.field(default_factory=time.monotonic)  # monotonic time the loop began
+    metrics: Optional[TrainMetrics] = None  # of the last training step
+    steps_in_flight: int = 0  # steps of the training call started and not yet reported
+    last_report: float = 0.0  # monotonic time of the last progress update
+    actor_nodes: set[str] = dataclasses.field(default_factory=set)
+    stop_reason: StopReason = "interrupted"
+
+    def samples_trained(self, at_step: int | None = None) -> int:
+        """Samples trained at `at_step` (default: the step reached). Exact from the step, even if
+        Ctrl-C lands inside a step: those before this session plus batch_size per step since."""
+        return self.samples_base + ((self.step if at_step is None else at_step) - self.step_base) * self.batch_size
+
+    def steps_allowed(self, train_ratio: float) -> int:
+        """Learner steps the train ratio allows beyond those taken or in flight."""
+        trained = self.samples_trained(self.step + self.steps_in_flight)
+        return int((train_ratio * self.positions_total - trained) // self.batch_size)
+
+    def played(self, report: PlayReport) -> None:
+        self.games_total += report.games
+        self.positions_total += sum(report.game_plies)
+        self.actor_nodes.add(report.node)
+
+
+class _Session:
+    """One session of a run: starts the Ray actors, loops collect / train / report, shuts down."""
+
+    def __init__(self, cfg: SelfPlayConfig, run_dir: Path, game, state: TrainState, samples_trained: int,
+                 checkpointer: Checkpointer, progress: Progress):
+        self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
+        self.store = ray.remote(ParameterStore).options(num_cpus=0, **_on_this_node()).remote()
+        ray.get(self.store.publish.remote(int(state.step), _variables(state)))
+        self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, **_on_this_node()).remote(
+            str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions)
+        stats = ray.get(self.replay.stats.remote())
+        every = cfg.sample_game_every
+        self.state = RunState(
+            batch_size=cfg.learner.batch_size, step=int(state.step), samples_base=samples_trained,
+            step_base=int(state.step), games_total=stats.games_total, positions_total=stats.positions_total,
+            games_at_start=stats.games_total, next_pgn=(stats.games_total // every + 1) * every)
+        self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store)
+        actor_cls = ray.remote(SelfPlayActor)
+        self.actors = [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
+                                         scheduling_strategy="SPREAD").remote(
+                           i, cfg.game, cfg.network, cfg.search, cfg.actors, self.replay, self.store,
+                           cfg.seed * 1000 + int(state.step) + i)
+                       for i in range(cfg.actors.num_actors)]
+        self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors}
+
+    def run(self) -> RunSummary:
+        self.state.started = time.monotonic()
+        try:
+            while True:
+                self.collect()
+                self.train()
+                if self.report():
+                    break
+        except KeyboardInterrupt:
+            self.state.stop_reason = "interrupted"
+        finally:
+            self.checkpoint_at_stop()
+        return self.shutdown()
+
+    # -- the loop's steps -------------------------------------------------------------------------
+    def _can_train(self) -> bool:
+        s = self.state
+        return (s.positions_total >= self.cfg.replay.min_positions
+                and s.steps_allowed(self.cfg.learner.train_ratio) > 0)
+
+    def collect(self) -> None:
+        """Waits (up to 0.2 s, not at all when training can start) for finished actor calls and a
+        finished training call; counts the games and sends each actor back to play."""
+        ready_to_train = self._can_train() and not self.learner.busy()
+        done, _ = ray.wait(list(self.plays) + self.learner.in_flight(), num_returns=1,
+                           timeout=0 if ready_to_train else 0.2)
+        for ref in done:
+            actor = self.plays.pop(ref, None)
+            if actor is None:
+                continue  # the learner's call: taken by poll below
+            report: PlayReport = ray.get(ref)
+            self.state.played(report)
+            self.progress.games_finished(report)
+            self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
+        self._trained(self.learner.poll(done))
+
+    def train(self) -> None:
+        """Starts a training call while the ratio allows (and max_steps is not reached)."""
+        if self.learner.busy() or not self._can_train():
+            return
+        s = self.state
+        n = self.learner.steps_per_call(s.steps_allowed(self.cfg.learner.train_ratio))
+        if self.cfg.learner.max_steps:
+            n = max(0, min(n, self.cfg.learner.max_steps - s.step))
+        if n:
+            s.steps_in_flight = n
+            self.learner.start(n)
+            self._trained(self.learner.poll(()))  # a local learner's result is ready at once
+
+    def report(self) -> bool:
+        """Progress and TensorBoard, a sample game to games.pgn; returns whether the run should stop."""
+        s, cfg = self.state, self.cfg
+        now = time.monotonic()
+        if now - s.last_report >= min(cfg.log_every_seconds, 1.0):
+            s.last_report = now
+            self.progress.update(s.step, s.metrics, ray.get(self.replay.stats.remote()))
+        if s.games_total >= s.next_pgn and cfg.game == "chess":
+            s.next_pgn += cfg.sample_game_every
+            _append_pgn(self.run_dir, ray.get(self.replay.recent_games.remote(1))[0])
+        if cfg.learner.max_steps and s.step >= cfg.learner.max_steps:
+            s.stop_reason = "max_steps"
+            return True
+        if cfg.max_minutes and now - s.started >= 60 * cfg.max_minutes:
+            s.stop_reason = "max_minutes"
+            return True
+        return False
+
+    def _trained(self, result: Optional[TrainResult]) -> None:
+        """Counts a finished training call; checkpoints when it crossed a `checkpoint_every` step."""
+        if result is None:
+            return
+        s, every = self.state, self.cfg.learner.checkpoint_every
+        before = s.step
+        s.step, s.metrics, s.steps_in_flight = result.step, result.metrics, 0
+        self.progress.trained(s.step, (s.step - before) * s.batch_size)
+        if s.step // every > before // every:
+            self.save()
+
+    def save(self) -> None:
+        """Checkpoints the train state (checkpoints/) and the network (network/, for arena/ and uci.py)."""
+        try:
+            host_state = self.learner.train_state()
+        except ray.exceptions.RayError as e:  # a learner actor lost (node down, Ctrl-C on local Ray)
+            print(f"learner actor unreachable ({type(e).__name__}); the last checkpoint stands",
+                  file=sys.stderr)
+            return
+        s, cfg = self.state, self.cfg
+        s.step = int(host_state.step)
+        self.checkpointer.save(host_state, {"samples_trained": s.samples_trained(), "games_total": s.games_total,
+                                            "positions_total": s.positions_total})
+        network_checkpoint.save(self.run_dir / "network", cfg.network, _variables(host_state), game=cfg.game,
+                                metadata={"step": s.step, "run": cfg.name, "search": to_dict(cfg.search)})
+
+    # -- stopping ---------------------------------------------------------------------------------
+    def checkpoint_at_stop(self) -> None:
+        """Counts a training call in flight, then saves the step reached."""
+        if self.learner.busy():
+            try:
+                self._trained(self.learner.wait())
+            except ray.exceptions.RayError:
+                pass  # save() reports it
+        self.save()
+        self.progress.update(self.state.step, self.state.metrics, None)
+
+    def shutdown(self) -> RunSummary:
+        """Final replay totals, the corpus if asked, actors and replay stopped; the run's summary."""
+        s = self.state
+        location, games_total, positions_total = None, s.games_total, s.positions_total
+        try:  # after Ctrl-C the local Ray processes may be gone already; the checkpoint is saved
+            location = self.learner.location()
+            final = ray.get(self.replay.stats.remote(), timeout=60)
+            games_total, positions_total = final.games_total, final.positions_total
+            if self.cfg.freeze_corpus_on_exit:
+                ray.get(self.replay.freeze.remote(str(self.run_dir / "corpus")))
+            ray.get(self.replay.close.remote(), timeout=60)
+            for a in self.actors:
+                ray.kill(a)
+            self.learner.close()
+        except (ray.exceptions.RayError, KeyboardInterrupt):
+            pass
+        return RunSummary(
+            stop_reason=s.stop_reason, step=s.step, samples_trained=s.samples_trained(),
+            games_total=games_total, positions_total=positions_total,
+            games_this_session=games_total - s.games_at_start, reloaded_games=s.games_at_start,
+            metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
+            actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)))
