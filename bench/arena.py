@@ -1,7 +1,7 @@
 """Arena speed: MCTS agent moves per second (simulations/s), UCI round trips, game throughput.
 
     .venv/bin/python bench/arena.py                  # ResNet 2x32 (untrained), 32 simulations
-    .venv/bin/python bench/arena.py --sims 128 --moves 20 --ckpt runs/cpu60/network
+    .venv/bin/python bench/arena.py --sims 128 --moves 20 --net runs/cpu60/network
 
 Measures, after compilation: the MCTS agent's seconds per move from the initial position onwards
 (one position at a time, as match.py and uci.py play), the policy agent's seconds per move, and
@@ -63,7 +63,7 @@ def _games_per_second(white_spec: str, black_spec: str, games: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ckpt", help="chess network checkpoint (default: an untrained ResNet 2x32)")
+    parser.add_argument("--net", help="chess network directory (default: an untrained ResNet 2x32)")
     parser.add_argument("--sims", type=int, default=32)
     parser.add_argument("--moves", type=int, default=10, help="timed moves per agent")
     parser.add_argument("--games", type=int, default=4, help="timed games per pairing")
@@ -72,12 +72,12 @@ def main() -> None:
     enable_compilation_cache()
     from arena import make_agent
     with tempfile.TemporaryDirectory() as tmp:
-        ckpt = args.ckpt or _tiny_checkpoint(tmp)
-        mcts = make_agent(f"mcts:ckpt={ckpt},sims={args.sims}")
+        net = args.net or _tiny_checkpoint(tmp)
+        mcts = make_agent(f"mcts:net={net},sims={args.sims}")
         mcts_first, mcts_move = _seconds_per_move(mcts, args.moves)
-        policy_first, policy_move = _seconds_per_move(make_agent(f"policy:ckpt={ckpt}"), args.moves)
+        policy_first, policy_move = _seconds_per_move(make_agent(f"policy:net={net}"), args.moves)
     result = {
-        "bench": "arena", "checkpoint": args.ckpt or "untrained resnet_2x32",
+        "bench": "arena", "network": args.net or "untrained resnet_2x32",
         "simulations": args.sims,
         "mcts_seconds_per_move": round(mcts_move, 4),
         "mcts_simulations_per_second": round(args.sims / mcts_move, 1),
