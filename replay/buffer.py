@@ -10,19 +10,24 @@ Run it as a Ray actor (`ray.remote(ReplayBuffer)`); it is plain Python so tests 
 Memory is bounded by `window_positions` (whole games are evicted oldest first; observations are
 kept zlib-compressed) and samples are small padded arrays, so neither the actor nor Ray's object
 store grows with the run. Disk keeps every game unless `disk_positions` is set (replay/retention.py).
+
+On reload a chunk file with a damaged record moves to `quarantine/` with its intact records kept
+(replay/chunks.py `scan_chunk`, `quarantine`); `stats().games_quarantined` counts the games set aside.
+With `strict` the first damaged record raises RecordError instead (naming the file and the frame).
 """
 from __future__ import annotations
 
 import collections
 import os
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from replay import chunks, corpus
 from replay.config import ReplayConfig
 from replay.messages import ReplayStats, TrainingBatch
-from replay.record import GameRecord, decode, encode
+from replay.record import GameRecord, RecordError, SchemaError, decode, encode
 from replay.retention import DiskRetention
 
 
@@ -61,11 +66,30 @@ class ReplayBuffer:
         self.positions_total = pruned["positions"]
         self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
         self._stats = collections.Counter(pruned["stats"])  # outcome split, resignations, false positives
+        self.games_quarantined = 0  # damaged games set aside by this reload
+        self.quarantined: list[str] = []  # where their chunk files went
         for path in self._retention.live_chunks():  # reload: checksums verified, window refilled
-            for record in chunks.read_chunk(path):
+            for record in self._reload(path):
                 self._retention.count(path, record.plies, self._admit(record))
         self.reloaded_games = self.games_total
         self._writer = chunks.ChunkWriter(self.directory, config.games_per_chunk)
+
+    def _reload(self, path: Path) -> Iterator[GameRecord]:
+        """The intact records of one chunk file; a damaged file is quarantined (strict: raises)."""
+        if self.config.strict:
+            try:
+                yield from chunks.read_chunk(path)
+            except SchemaError:
+                raise
+            except RecordError as e:
+                raise RecordError(f"{e}; without --set replay.strict=true the file moves to "
+                                  f"{path.parent / chunks.QUARANTINE}/ and its intact games are kept") from None
+            return
+        scan = chunks.scan_chunk(path)
+        if scan.damaged_games:
+            self.quarantined.append(str(chunks.quarantine(scan)))
+            self.games_quarantined += scan.damaged_games
+        yield from scan.records
 
     # -- writing ---------------------------------------------------------------------------------
     def add(self, frame: bytes) -> dict:
@@ -133,6 +157,7 @@ class ReplayBuffer:
             window_games=len(self._games),
             window_positions=self._window_positions,
             mean_game_length=float(np.mean([g.plies for g in recent])) if recent else 0.0,
+            games_quarantined=self.games_quarantined,
             **{k: int(v) for k, v in self._stats.items()},  # a key not in ReplayStats is a TypeError
         )
 

@@ -12,6 +12,7 @@ class ReplayConfig:
     min_positions: int = 2_000  # the learner waits until the window holds this many positions
     games_per_chunk: int = 256  # games per chunk file on disk (runs/<name>/replay/chunk-*.msgpack)
     disk_positions: int = 0  # delete the oldest chunk files once newer ones hold this many positions (and the window); 0: keep every game
+    strict: bool = False  # a damaged chunk file on reload stops the run (exit 2); false: it moves to replay/quarantine/, its intact games are kept
 
     def __post_init__(self):
         if self.window_positions < 1 or self.min_positions < 0 or self.games_per_chunk < 1 or self.disk_positions < 0:

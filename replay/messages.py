@@ -31,6 +31,7 @@ class ReplayStats:
     window_games: int  # games in the in-memory window
     window_positions: int  # positions in the window
     mean_game_length: float  # mean plies of the most recent (up to 200) games
+    games_quarantined: int = 0  # damaged games set aside at this start (their chunk files: replay/quarantine/)
     # Counters summed over the games (replay/buffer.py `outcome_counters`):
     first_player_wins: int = 0  # games won by the player who moved first
     draws: int = 0  # drawn games (the ply cap included)

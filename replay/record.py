@@ -37,6 +37,10 @@ class RecordError(ValueError):
     """A record that cannot be decoded: corrupt (checksum), truncated or of an unknown schema."""
 
 
+class SchemaError(RecordError):
+    """A record of a schema version this code does not read (written by newer code: not damage)."""
+
+
 # Array fields and their on-disk dtypes (little-endian).
 _ARRAYS = {
     "init_key": "<u4", "actions": "<i4", "to_play": "<i1", "num_legal": "<i2",
@@ -122,7 +126,7 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
         raise RecordError(f"{where}: not a zerochess game record")
     _, version, crc, payload = frame
     if version not in READABLE_VERSIONS:
-        raise RecordError(f"{where}: record schema version {version}, this code reads {READABLE_VERSIONS}")
+        raise SchemaError(f"{where}: record schema version {version}, this code reads {READABLE_VERSIONS}")
     if not isinstance(payload, bytes) or zlib.crc32(payload) != crc:
         raise RecordError(f"{where}: checksum mismatch, the record is corrupt")
     try:

@@ -109,8 +109,8 @@ def test_corrupt_chunk_on_reload_names_the_file(tmp_path):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(RecordError, match="chunk-000000.msgpack"):
-        ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+    with pytest.raises(RecordError, match="chunk-000000.msgpack"):  # strict: today's stop on damage
+        ReplayBuffer(tmp_path, ReplayConfig(strict=True), num_actions=9, max_legal_actions=9)
 
 
 def test_window_is_bounded_by_positions_and_evicts_oldest_games(tmp_path):
@@ -240,3 +240,98 @@ def test_freeze_writes_an_immutable_corpus_with_fens(tmp_path):
     # distill/ reads the corpus as it reads its own shards
     from distill import records
     assert sum(1 for _ in records.iter_records(tmp_path / "corpus")) == 24
+
+
+# -- damage on reload (issue 15) -------------------------------------------------------------------
+
+def _chunk_with_games(tmp_path, n: int, per_chunk: int = 10):
+    buf = ReplayBuffer(tmp_path, ReplayConfig(games_per_chunk=per_chunk), num_actions=9, max_legal_actions=9)
+    for i in range(n):
+        buf.add(encode(make_record(f"g{i}", 4 + i % 3, seed=i)))
+    buf.close()
+    return chunks.chunk_paths(tmp_path)
+
+
+def _frame_offsets(path) -> list[int]:
+    unpacker = msgpack.Unpacker(open(path, "rb"), raw=False)
+    offsets = [0]
+    for _ in unpacker:
+        offsets.append(unpacker.tell())
+    return offsets  # frame i spans offsets[i]:offsets[i + 1]
+
+
+def _damage(path, at: int, n: int = 16) -> None:
+    data = bytearray(path.read_bytes())
+    for i in range(at, at + n):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_middle_frame_is_quarantined_and_intact_games_kept(tmp_path):
+    path = _chunk_with_games(tmp_path, 5)[0]
+    original = path.read_bytes()
+    offsets = _frame_offsets(path)
+    _damage(path, (offsets[2] + offsets[3]) // 2)  # 16 bytes flipped inside game g2's frame
+    damaged = path.read_bytes()
+    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+    quarantined = tmp_path / "quarantine" / path.name
+    assert buf.stats().games_quarantined == 1 and buf.quarantined == [str(quarantined)]
+    assert quarantined.read_bytes() == damaged  # set aside as it was, never deleted
+    # the file in place holds the intact frames before and after the damage, byte for byte
+    assert path.read_bytes() == original[: offsets[2]] + original[offsets[3]:]
+    assert [r.game_id for r in chunks.read_all(tmp_path)] == ["g0", "g1", "g3", "g4"]
+    assert buf.stats().games_total == 4
+    again = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)  # now clean
+    assert again.stats().games_quarantined == 0 and again.stats().games_total == 4
+
+
+def test_damaged_frame_header_resyncs_at_the_next_frame(tmp_path):
+    """Bytes flipped at a frame's start (its framing, not only its payload) lose that game only."""
+    path = _chunk_with_games(tmp_path, 4)[0]
+    offsets = _frame_offsets(path)
+    _damage(path, offsets[1], 12)
+    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+    assert buf.stats().games_quarantined == 1
+    assert [r.game_id for r in chunks.read_all(tmp_path)] == ["g0", "g2", "g3"]
+
+
+def test_damage_in_every_frame_leaves_no_chunk_file(tmp_path):
+    path = _chunk_with_games(tmp_path, 2)[0]
+    offsets = _frame_offsets(path)
+    for i in range(2):
+        _damage(path, (offsets[i] + offsets[i + 1]) // 2, 4)
+    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+    assert buf.stats().games_quarantined == 2 and buf.stats().games_total == 0
+    assert not path.exists() and (tmp_path / "quarantine" / path.name).exists()
+
+
+def test_torn_last_frame_is_not_damage(tmp_path):
+    path = _chunk_with_games(tmp_path, 3)[-1]
+    with open(path, "ab") as f:
+        f.write(encode(make_record("torn", 6))[:100])
+    size = path.stat().st_size
+    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+    assert buf.stats().games_quarantined == 0 and buf.stats().games_total == 3
+    assert not (tmp_path / "quarantine").exists() and path.stat().st_size == size  # left as it was
+
+
+def test_strict_stops_at_damage_naming_file_frame_and_fix(tmp_path):
+    path = _chunk_with_games(tmp_path, 5)[0]
+    offsets = _frame_offsets(path)
+    _damage(path, (offsets[2] + offsets[3]) // 2)
+    with pytest.raises(RecordError) as info:
+        ReplayBuffer(tmp_path, ReplayConfig(strict=True), num_actions=9, max_legal_actions=9)
+    message = str(info.value)
+    assert "chunk-000000.msgpack: frame 2" in message and "replay.strict" in message and "\n" not in message
+    assert not (tmp_path / "quarantine").exists()  # strict touches nothing
+
+
+def test_unknown_schema_is_not_quarantined(tmp_path):
+    """A record of a newer schema is no damage: the reload stops (the file stays where it is)."""
+    frame = msgpack.unpackb(encode(make_record("g1", 2)), raw=False)
+    frame[1] = 99
+    path = tmp_path / "chunk-000000.msgpack"
+    path.write_bytes(msgpack.packb(frame, use_bin_type=True))
+    with pytest.raises(RecordError, match="schema version 99"):
+        ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
+    assert path.exists() and not (tmp_path / "quarantine").exists()
