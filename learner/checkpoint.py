@@ -3,18 +3,46 @@
     runs/<name>/checkpoints/<step>/state   the TrainState pytree (orbax StandardSave, no pickle)
     runs/<name>/checkpoints/<step>/meta    JSON: run counters (samples trained, positions seen, ...)
 
-`restore_latest` returns None when there is nothing to resume from.
+`restore_latest` returns None when there is nothing to resume from. A newest checkpoint that
+cannot be read (missing or damaged files, or state whose crc32 no longer matches the one saved in
+its meta: orbax's data files carry no checksum, so a flipped byte would restore silently) is moved
+to `unreadable-<step>/` (never deleted) and the previous one is restored, with a warning on stderr.
+When none is readable, CheckpointError says so in one line.
 """
 from __future__ import annotations
 
 import os
+import sys
+import zlib
 from pathlib import Path
+from typing import Callable
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
 from learner.train import TrainState
+
+
+class CheckpointError(RuntimeError):
+    """No checkpoint of a run directory can be restored."""
+
+
+def state_crc32(host_state: dict) -> int:
+    """crc32 over every leaf's bytes (in tree order) of a host TrainState dict."""
+    crc = 0
+    for leaf in jax.tree.leaves(host_state):
+        crc = zlib.crc32(np.ascontiguousarray(leaf).tobytes(), crc)
+    return crc
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:160]}{'...' if len(text) > 160 else ''}"
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 class Checkpointer:
@@ -34,6 +62,7 @@ class Checkpointer:
         if step in self._manager.all_steps():
             return
         host_state = jax.device_get(state._asdict())
+        meta = {**meta, "state_crc32": state_crc32(host_state)}
         self._manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(host_state),
                                                          meta=ocp.args.JsonSave(meta)))
         self._manager.wait_until_finished()
@@ -41,15 +70,44 @@ class Checkpointer:
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 
-    def restore_latest(self, like: TrainState) -> tuple[TrainState, dict] | None:
-        """The newest checkpoint restored into the structure of `like`, with its meta; or None."""
-        step = self._manager.latest_step()
-        if step is None:
+    def restore_latest(self, like: TrainState, warn: Callable[[str], None] = _stderr
+                       ) -> tuple[TrainState, dict] | None:
+        """The newest readable checkpoint restored into the structure of `like`, with its meta; or
+        None when there is none. Newer unreadable ones are set aside with one `warn` line."""
+        steps = sorted(self._manager.all_steps(), reverse=True)
+        if not steps:
             return None
         abstract = jax.tree.map(lambda x: np.zeros(np.shape(x), np.asarray(x).dtype), like._asdict())
-        restored = self._manager.restore(step, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
-        return TrainState(**restored["state"]), dict(restored["meta"])
+        failed: list[tuple[int, str]] = []
+        for step in steps:
+            try:
+                restored = self._manager.restore(step, args=ocp.args.Composite(
+                    state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
+                meta = dict(restored["meta"])
+                crc = meta.pop("state_crc32", None)  # absent in checkpoints of older code
+                if crc is not None and state_crc32(restored["state"]) != crc:
+                    raise ValueError("state does not match the crc32 saved with it (damaged data file)")
+            except Exception as e:  # orbax / tensorstore raise many types on missing or damaged files
+                failed.append((step, _one_line(e)))
+                continue
+            if failed:  # only once an older one restored: a config that fits none moves nothing
+                moved = [self._set_aside(bad) for bad, _ in failed]
+                warn(f"checkpoint step {failed[0][0]} is unreadable ({failed[0][1]}); restored step {step} "
+                     f"instead, the games played since stay in replay ({', '.join(moved)} kept for inspection)")
+            return TrainState(**restored["state"]), meta
+        raise CheckpointError(
+            f"no readable checkpoint in {self.directory} (step {failed[0][0]}: {failed[0][1]}); move that "
+            "directory away and --resume trains from step 0 on the replay kept")
+
+    def _set_aside(self, step: int) -> str:
+        """Renames checkpoint `step` to unreadable-<step> (orbax ignores it); returns the new path."""
+        dest, n = self.directory / f"unreadable-{step}", 0
+        while dest.exists():
+            n += 1
+            dest = self.directory / f"unreadable-{step}.{n}"
+        os.rename(self.directory / str(step), dest)
+        self._manager.reload()
+        return str(dest)
 
     def close(self) -> None:
         self._manager.close()

@@ -150,3 +150,64 @@ def test_cli_resume_without_a_run_is_one_line_exit_2(tmp_path):
                         "--resume", "--set", f"runs_dir={tmp_path}"], capture_output=True, text=True, cwd=ROOT,
                        timeout=120)
     assert r.returncode == 2 and "nothing to resume" in r.stderr.strip().splitlines()[-1]
+
+
+def _two_checkpoints(tmp_path):
+    """Checkpoints at steps 1 and 2 (samples 32, 64) and a fresh state to restore into."""
+    game, net, batch = ttt_setup()
+    cfg = LearnerConfig(batch_size=32)
+    state = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(1))
+    step = make_train_step(net, cfg)
+    ckpt = Checkpointer(tmp_path / "ck")
+    saved = []
+    for i in range(2):
+        state, _ = step(state, batch)
+        ckpt.save(state, {"samples_trained": 32 * (i + 1)})
+        saved.append(jax.device_get(state))  # the step donates its input
+    ckpt.close()
+    return saved, init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(2))
+
+
+def _largest_file(directory: Path) -> Path:
+    return max((p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "metadata"])
+def test_unreadable_newest_checkpoint_falls_back_to_the_previous(tmp_path, damage):
+    saved, fresh = _two_checkpoints(tmp_path)
+    newest = tmp_path / "ck" / "2"
+    if damage == "flip":  # orbax restores this silently: the crc32 in meta catches it
+        data_file = _largest_file(newest / "state")
+        data = bytearray(data_file.read_bytes())
+        for i in range(len(data) // 2, len(data) // 2 + 16):
+            data[i] ^= 0xFF
+        data_file.write_bytes(bytes(data))
+    elif damage == "truncate":
+        data_file = _largest_file(newest / "state")
+        data_file.write_bytes(data_file.read_bytes()[:1000])
+    else:
+        (newest / "state" / "_METADATA").write_text("garbage")
+    warnings = []
+    ckpt = Checkpointer(tmp_path / "ck")
+    restored, meta = ckpt.restore_latest(fresh, warn=warnings.append)
+    assert int(restored.step) == 1 and meta == {"samples_trained": 32}
+    for a, b in zip(jax.tree.leaves(saved[0]), jax.tree.leaves(restored)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert len(warnings) == 1 and "step 2 is unreadable" in warnings[0] and "restored step 1" in warnings[0]
+    assert not newest.exists() and (tmp_path / "ck" / "unreadable-2").is_dir()  # set aside, not deleted
+    # the run goes on: step 2 can be saved again (it is no longer an orbax step) and restores
+    ckpt.save(saved[1], {"samples_trained": 64})
+    ckpt.close()
+    again, meta = Checkpointer(tmp_path / "ck").restore_latest(fresh, warn=warnings.append)
+    assert int(again.step) == 2 and meta == {"samples_trained": 64} and len(warnings) == 1
+
+
+def test_no_readable_checkpoint_is_one_line_and_moves_nothing(tmp_path):
+    from learner.checkpoint import CheckpointError
+    _, fresh = _two_checkpoints(tmp_path)
+    for step in ("1", "2"):
+        (tmp_path / "ck" / step / "state" / "_METADATA").write_text("garbage")
+    with pytest.raises(CheckpointError) as info:
+        Checkpointer(tmp_path / "ck").restore_latest(fresh, warn=pytest.fail)
+    assert "no readable checkpoint" in str(info.value) and "\n" not in str(info.value)
+    assert (tmp_path / "ck" / "2").is_dir() and (tmp_path / "ck" / "1").is_dir()
