@@ -6,7 +6,9 @@
 
 Files go to runs/<name>/: config.yaml, checkpoints/, network/, replay/, tb/, games.pgn, corpus/.
 Ctrl-C stops after saving a checkpoint; `--resume` continues from it. The run itself is selfplay/run.py;
-the last line printed is its RunSummary (selfplay/messages.py) as JSON.
+the last line printed is its RunSummary (selfplay/messages.py) as JSON. An error on start (a damaged
+file with --set replay.strict=true, no readable checkpoint, a config that differs from the run's on
+--resume, a full disk) is one line on stderr naming the problem and the fix, exit status 2.
 """
 from __future__ import annotations
 
@@ -39,14 +41,18 @@ def main(argv=None) -> int:
         return 2
     from configs.runtime import enable_compilation_cache
     enable_compilation_cache()  # the driver's and (through the environment) the actors' compiles
+    from learner.checkpoint import CheckpointError
     from replay.record import RecordError
-    from selfplay.run import RunError, run  # heavy imports only once the config is valid
+    from selfplay.run import RunError, run, start_error_line  # heavy imports only once the config is valid
 
     try:
         summary = run(cfg, resume=args.resume, ray_address=args.ray_address,
                       show_progress=False if args.no_progress else None)
-    except (RunError, RecordError, FileNotFoundError) as e:
+    except (RunError, RecordError, CheckpointError) as e:
         print(f"selfplay.py: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a missing or unwritable path, a full disk: one line with the fix
+        print(f"selfplay.py: {start_error_line(e)}", file=sys.stderr)
         return 2
     print(json.dumps(dataclasses.asdict(summary)))
     return 0

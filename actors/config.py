@@ -18,6 +18,7 @@ class ActorConfig:
     resign_after_version: int = 0  # resign only with parameters of this learner step or later (an untrained value head is noise)
     resign_disabled_fraction: float = 0.1  # games that never resign, to measure resignation false positives
     resign_enabled: bool = True  # turn resignation off altogether
+    max_restarts: int = 10  # Ray restarts an actor whose process died (kill -9, OOM) this many times; -1: always
 
     def __post_init__(self):
         if self.num_actors < 1 or self.games_per_actor < 1 or self.plies_per_call < 1:
@@ -26,3 +27,5 @@ class ActorConfig:
             raise ValueError(f"resign_disabled_fraction must be in [0, 1], got {self.resign_disabled_fraction}")
         if self.num_cpus < 0 or self.num_gpus < 0:
             raise ValueError("num_cpus and num_gpus must be >= 0")
+        if self.max_restarts < -1:
+            raise ValueError("max_restarts must be >= 0, or -1 for no limit")

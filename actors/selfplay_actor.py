@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +47,18 @@ class _GameLog:
     serial: int = 0
 
 
+def _restarted() -> bool:
+    """Whether this is a Ray actor that Ray restarted after its process died."""
+    if not ray.is_initialized():
+        return False
+    context = ray.get_runtime_context()
+    if context.get_actor_id() is None:
+        return False
+    with warnings.catch_warnings():  # it reads the deprecated `actor_id` itself
+        warnings.simplefilter("ignore")
+        return bool(context.was_current_actor_reconstructed)
+
+
 def make_evaluate(net):
     """The network as the search calls it: (variables, obs [B, ...]) -> NetworkOutput."""
     return lambda variables, obs: net.apply(variables, obs, train=False)
@@ -63,7 +76,9 @@ class SelfPlayActor:
         self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg)
         self.replay = replay
         self.store = param_store
-        self.rng = np.random.default_rng([seed, actor_id])
+        self.session = f"{time.time_ns() // 1_000_000:x}"  # distinguishes game ids across resumes and restarts
+        # Ray restarts a dead actor with the same arguments: new seeds, or it would replay its first life's games
+        self.rng = np.random.default_rng([seed, actor_id] + ([int(self.session, 16)] if _restarted() else []))
         self.key = jax.random.PRNGKey(int(self.rng.integers(2**31)))
         self.version, self.variables = ray.get(param_store.get_newer.remote(-1))  # blocks once, at start
         self._pull = None
@@ -77,7 +92,6 @@ class SelfPlayActor:
         self.states = jax.jit(self.game.init)(jnp.asarray(keys))
         self.logs = [self._new_log(k) for k in keys]
         self.obs_dtype = str(np.dtype(self.game.observe(self.states).dtype))
-        self.session = f"{time.time_ns() // 1_000_000:x}"  # distinguishes game ids across resumes
 
     # -- game slots ------------------------------------------------------------------------------
     def _new_keys(self, n: int) -> np.ndarray:

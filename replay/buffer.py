@@ -51,7 +51,9 @@ class ReplayBuffer:
     """Window of the most recent positions, persisted as chunk files under `directory`."""
 
     def __init__(self, directory: str | os.PathLike, config: ReplayConfig, num_actions: int,
-                 max_legal_actions: int):
+                 max_legal_actions: int, reload: bool = True):
+        """`reload=False` leaves reading the directory to an explicit `reload()` call (a Ray actor's
+        constructor error has no cause attached; a method's error does)."""
         self.directory = Path(directory)
         self.config = config
         self.num_actions = num_actions
@@ -59,12 +61,21 @@ class ReplayBuffer:
         self._games: collections.deque[GameRecord] = collections.deque()
         self._starts = np.zeros(0, np.int64)  # cumulative position starts of `_games`, rebuilt lazily
         self._window_positions = 0
+        self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
+        self._writer: chunks.ChunkWriter | None = None
+        if reload:
+            self.reload()
+
+    def reload(self) -> ReplayStats:
+        """Reads the directory (once, before the first `add`): the totals, the window refilled from
+        the chunk files (checksums verified; damaged files quarantined or, with `strict`, a
+        RecordError), the writer ready for a new chunk. Returns the stats."""
+        config = self.config
         keep = max(config.disk_positions, config.window_positions) if config.disk_positions else 0
         self._retention = DiskRetention(self.directory, keep)
         pruned = self._retention.pruned  # totals of games whose chunk files were deleted
         self.games_total = pruned["games"]  # games ever written (this run dir, reload included)
         self.positions_total = pruned["positions"]
-        self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
         self._stats = collections.Counter(pruned["stats"])  # outcome split, resignations, false positives
         self.games_quarantined = 0  # damaged games set aside by this reload
         self.quarantined: list[str] = []  # where their chunk files went
@@ -73,6 +84,7 @@ class ReplayBuffer:
                 self._retention.count(path, record.plies, self._admit(record))
         self.reloaded_games = self.games_total
         self._writer = chunks.ChunkWriter(self.directory, config.games_per_chunk)
+        return self.stats()
 
     def _reload(self, path: Path) -> Iterator[GameRecord]:
         """The intact records of one chunk file; a damaged file is quarantined (strict: raises)."""

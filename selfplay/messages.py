@@ -36,6 +36,8 @@ class RunSummary:
     metrics: Optional[TrainMetrics]  # of the last training step (None if none was taken)
     learner: Optional[LearnerLocation]  # where it trained (None if unreachable at the end)
     seconds: float  # wall time of this session's loop
+    games_quarantined: int  # damaged games set aside at the start (chunk files moved to replay/quarantine/)
+    actor_restarts: int  # self-play actors Ray restarted after their process died (kill -9, OOM)
     actor_nodes: tuple[str, ...]  # Ray nodes the actors ran on
 
 

@@ -40,16 +40,87 @@ from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
 from replay.buffer import ReplayBuffer
-from replay.record import decode
+from replay.record import RecordError, decode
 from selfplay.config import SelfPlayConfig
 from selfplay.learners import LearnerHandle, make_learner
-from selfplay.messages import PlayReport, RunSummary, StopReason, TrainMetrics, TrainResult
+from selfplay.messages import PlayReport, ReplayStats, RunSummary, StopReason, TrainMetrics, TrainResult
 from selfplay.parameter_store import ParameterStore
 from selfplay.progress import Progress
 
 
 class RunError(RuntimeError):
     """A run that cannot start as asked (existing run without --resume, nothing to resume, ...)."""
+
+
+_MUST_MATCH_ON_RESUME = ("game", "network")  # what the checkpoints and the replay were made with
+
+
+def _first_difference(saved, now, key: str) -> str | None:
+    """The first key where a saved config differs from today's ("network.resnet.filters: 32 -> 64");
+    keys only one side has are not differences (a newer code's field with its default)."""
+    if isinstance(saved, dict) and isinstance(now, dict):
+        for k in saved:
+            if k in now:
+                found = _first_difference(saved[k], now[k], f"{key}.{k}")
+                if found:
+                    return found
+        return None
+    return None if saved == now else f"{key} is {saved!r} in the run, {now!r} now"
+
+
+def _check_resumable(run_dir: Path, cfg: SelfPlayConfig) -> None:
+    """On --resume: the run's config.yaml parses and names the same game and network as `cfg`."""
+    path = run_dir / "config.yaml"
+    try:
+        saved = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise RunError(f"{path} is not valid YAML ({' '.join(str(e).split())[:120]}); "
+                       "repair it or start a new run with another name") from None
+    now = yaml.safe_load(yaml.safe_dump(to_dict(cfg), sort_keys=False))  # tuples as the file has them
+    for key in _MUST_MATCH_ON_RESUME:
+        found = _first_difference((saved or {}).get(key), now[key], key)
+        if found:
+            raise RunError(f"config mismatch on --resume: {found} ({path}); the run's checkpoints and games "
+                           "were made with it: drop that --set, or start a new run with another name")
+
+
+def start_error_line(e: BaseException) -> str | None:
+    """One line for an error a user can cause or meet on start (a damaged or missing file, a full
+    disk), with the fix; None for anything else (a bug: let it raise)."""
+    import errno
+    if isinstance(e, RecordError):
+        return str(e) if "replay.strict" in str(e) else f"{e}; move that file out of the replay directory"
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+        return f"no space left on the device ({e.filename or e}): free some, or set runs_dir to another disk"
+    if isinstance(e, OSError):
+        return f"{e}: check that path (permissions, a file where a directory belongs) or set runs_dir elsewhere"
+    if isinstance(e, ValueError):  # replay/pruned.json unreadable
+        return f"{e}; restore it, or move the replay directory away (its games are then not reloaded)"
+    return None
+
+
+def _actor_records(handles) -> list[dict]:
+    """The GCS record of each Ray actor ({"State": "ALIVE" | "RESTARTING" | "DEAD", "NumRestarts": n,
+    ...}; {} if unknown): the view ray.get_runtime_context() itself reads, no dashboard needed."""
+    from ray._private import state
+    return [state.actors(actor_id=h._actor_id.hex()) or {} for h in handles]
+
+
+def _reload_replay(replay, run_dir: Path) -> ReplayStats:
+    """Has the replay actor read its directory: a start error is a RunError line; damaged games set
+    aside are one line on stderr."""
+    try:
+        stats = ray.get(replay.reload.remote())
+    except ray.exceptions.RayTaskError as e:
+        line = start_error_line(e.cause)
+        if line is None:
+            raise
+        raise RunError(f"replay: {line}") from None
+    if stats.games_quarantined:
+        print(f"replay: {stats.games_quarantined} damaged game(s) set aside: their chunk files moved to "
+              f"{run_dir / 'replay' / 'quarantine'}/, the intact games kept (--set replay.strict=true stops instead)",
+              file=sys.stderr)
+    return stats
 
 
 def run_dir_of(cfg: SelfPlayConfig) -> Path:
@@ -63,6 +134,8 @@ def _prepare_run_dir(cfg: SelfPlayConfig, resume: bool) -> Path:
         raise RunError(f"{run_dir} already holds a run: pass --resume to continue it or choose another name")
     if resume and not started:
         raise RunError(f"nothing to resume in {run_dir} (no config.yaml)")
+    if resume:
+        _check_resumable(run_dir, cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     return run_dir
@@ -149,6 +222,8 @@ class RunState:
     last_report: float = 0.0  # monotonic time of the last progress update
     actor_nodes: set[str] = dataclasses.field(default_factory=set)
     stop_reason: StopReason = "interrupted"
+    actor_restarts: list[int] = dataclasses.field(default_factory=list)  # per self-play actor: Ray's restarts
+    restarts_checked: float = 0.0  # monotonic time of the last look at them
 
     def samples_trained(self, at_step: int | None = None) -> int:
         """Samples trained at `at_step` (default: the step reached). Exact from the step, even if
@@ -175,8 +250,9 @@ class _Session:
         self.store = ray.remote(ParameterStore).options(num_cpus=0, **_on_this_node()).remote()
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))
         self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, **_on_this_node()).remote(
-            str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions)
-        stats = ray.get(self.replay.stats.remote())
+            str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions, reload=False)
+        stats = _reload_replay(self.replay, run_dir)
+        self.games_quarantined = stats.games_quarantined
         every = cfg.sample_game_every
         self.state = RunState(
             batch_size=cfg.learner.batch_size, step=int(state.step), samples_base=samples_trained,
@@ -185,6 +261,7 @@ class _Session:
         self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store)
         actor_cls = ray.remote(SelfPlayActor)
         self.actors = [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
+                                         max_restarts=cfg.actors.max_restarts,
                                          scheduling_strategy="SPREAD").remote(
                            i, cfg.game, cfg.network, cfg.search, cfg.actors, self.replay, self.store,
                            cfg.seed * 1000 + int(state.step) + i)
@@ -221,11 +298,45 @@ class _Session:
             actor = self.plays.pop(ref, None)
             if actor is None:
                 continue  # the learner's call: taken by poll below
-            report: PlayReport = ray.get(ref)
+            try:
+                report: PlayReport = ray.get(ref)
+            except ray.exceptions.RayActorError:  # its process died (kill -9, OOM, node lost)
+                self._actor_lost(actor)
+                continue
             self.state.played(report)
             self.progress.games_finished(report)
             self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
         self._trained(self.learner.poll(done))
+
+    def _actor_lost(self, actor) -> None:
+        """A self-play actor's call failed because its process died: Ray restarts it (up to
+        actors.max_restarts) and it is sent back to play; the games it finished are in replay
+        (acknowledged before it reports), only its games in progress are lost. Past max_restarts
+        the run goes on without it."""
+        index = self.actors.index(actor)
+        if _actor_records([actor])[0].get("State") != "DEAD":
+            self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
+            return
+        print(f"self-play actor {index} died and will not be restarted (actors.max_restarts="
+              f"{self.cfg.actors.max_restarts}): the run goes on without it", file=sys.stderr)
+        if not self.plays:
+            raise RunError("every self-play actor died more than actors.max_restarts times; the Ray worker "
+                           "logs (/tmp/ray/session_latest/logs) say why")
+
+    def _count_restarts(self) -> None:
+        """Ray's restart count of each self-play actor (its GCS record); one stderr line per restart seen."""
+        s = self.state
+        s.restarts_checked = time.monotonic()
+        try:
+            counts = [int(r.get("NumRestarts", 0)) for r in _actor_records(self.actors)]
+        except Exception:  # best effort: a Ray internal, and after Ctrl-C Ray may be gone
+            return
+        seen = s.actor_restarts + [0] * (len(counts) - len(s.actor_restarts))
+        for index, (n, before) in enumerate(zip(counts, seen)):
+            if n > before:
+                print(f"self-play actor {index} died and Ray restarted it ({n} restart(s)); its games in "
+                      "progress were lost, the finished ones are in replay", file=sys.stderr)
+        s.actor_restarts = [max(n, before) for n, before in zip(counts, seen)]
 
     def train(self) -> None:
         """Starts a training call while the ratio allows (and max_steps is not reached)."""
@@ -250,6 +361,8 @@ class _Session:
         if s.games_total >= s.next_pgn and cfg.game == "chess":
             s.next_pgn += cfg.sample_game_every
             _append_pgn(self.run_dir, ray.get(self.replay.recent_games.remote(1))[0])
+        if now - s.restarts_checked >= 5.0:
+            self._count_restarts()
         if cfg.learner.max_steps and s.step >= cfg.learner.max_steps:
             s.stop_reason = "max_steps"
             return True
@@ -300,6 +413,7 @@ class _Session:
         s = self.state
         location, games_total, positions_total = None, s.games_total, s.positions_total
         try:  # after Ctrl-C the local Ray processes may be gone already; the checkpoint is saved
+            self._count_restarts()
             location = self.learner.location()
             final = ray.get(self.replay.stats.remote(), timeout=60)
             games_total, positions_total = final.games_total, final.positions_total
@@ -315,5 +429,6 @@ class _Session:
             stop_reason=s.stop_reason, step=s.step, samples_trained=s.samples_trained(),
             games_total=games_total, positions_total=positions_total,
             games_this_session=games_total - s.games_at_start, reloaded_games=s.games_at_start,
+            games_quarantined=self.games_quarantined, actor_restarts=sum(s.actor_restarts),
             metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
             actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)))

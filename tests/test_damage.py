@@ -1,0 +1,189 @@
+"""Runs that survive damage (issue 15): a damaged replay chunk on --resume, a config that differs
+from the run's, a self-play actor killed with -9. Checkpoint fallback: tests/test_learner.py; chunk
+scanning: tests/test_replay.py; Stockfish dying: tests/test_engine_restart.py."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgpack
+import psutil
+import pytest
+from test_replay import make_record
+
+from configs.loader import load
+from replay import chunks
+from replay.buffer import ReplayBuffer
+from replay.record import encode
+from selfplay.config import SelfPlayConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def _selfplay(tmp_path, name: str, *args: str) -> list[str]:
+    return [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
+            "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", f"name={name}",
+            "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1", *args]
+
+
+def _run_with_games(tmp_path, name: str, games: int = 200, per_chunk: int = 100) -> Path:
+    """A run directory as a stopped run leaves it (config.yaml, replay chunks; no checkpoint yet) with
+    `games` synthetic tic-tac-toe games of 5 plies."""
+    from selfplay.run import _prepare_run_dir
+    cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [f"runs_dir={tmp_path}", f"name={name}"])
+    run_dir = _prepare_run_dir(cfg, resume=False)
+    buf = ReplayBuffer(run_dir / "replay", cfg.replay.__class__(games_per_chunk=per_chunk), 9, 9)
+    for i in range(games):
+        buf.add(encode(make_record(f"g{i}", 5, seed=i)))
+    buf.close()
+    return run_dir
+
+
+def _error_lines(stderr: str) -> list[str]:
+    """selfplay.py's own lines (Ray's start-up log lines and JAX's fork warning aside); no traceback."""
+    assert "Traceback" not in stderr, stderr[-3000:]
+    return [line for line in stderr.splitlines() if line.startswith("selfplay.py:")]
+
+
+def _flip_middle_frame(path: Path) -> None:
+    """16 bytes flipped in the middle of the chunk's middle frame."""
+    unpacker = msgpack.Unpacker(open(path, "rb"), raw=False)
+    offsets = [0] + [unpacker.tell() for _ in unpacker]
+    mid = (len(offsets) - 1) // 2  # frame `mid` spans offsets[mid]:offsets[mid + 1]
+    at = (offsets[mid] + offsets[mid + 1]) // 2
+    data = bytearray(path.read_bytes())
+    for i in range(at, at + 16):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_damaged_chunk_on_resume_is_set_aside_and_the_run_continues(tmp_path):
+    run_dir = _run_with_games(tmp_path, "dmg")
+    first = chunks.chunk_paths(run_dir / "replay")[0]
+    _flip_middle_frame(first)
+    damaged = first.read_bytes()
+
+    # --set replay.strict=true: today's stop on damage, as one line (no Ray traceback), exit 2
+    strict = subprocess.run(_selfplay(tmp_path, "dmg", "--resume", "--set", "replay.strict=true"), cwd=ROOT,
+                            env=ENV, capture_output=True, text=True, timeout=120)
+    assert strict.returncode == 2, strict.stderr[-2000:]
+    lines = _error_lines(strict.stderr)
+    assert len(lines) == 1 and "chunk-000000.msgpack: frame 50" in lines[0] and "replay.strict" in lines[0], lines
+    assert first.read_bytes() == damaged and not (run_dir / "replay" / "quarantine").exists()
+
+    # default: the chunk moves to replay/quarantine/, its 99 intact games are kept, the run goes on
+    result = subprocess.run(_selfplay(tmp_path, "dmg", "--resume", "--set", "learner.max_steps=3"), cwd=ROOT,
+                            env=ENV, capture_output=True, text=True, timeout=170)
+    assert result.returncode == 0, result.stderr[-3000:]
+    notes = [line for line in result.stderr.splitlines() if line.startswith("replay:")]
+    assert len(notes) == 1 and "1 damaged game(s) set aside" in notes[0], result.stderr[-3000:]
+    assert str(run_dir / "replay" / "quarantine") in notes[0]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["games_quarantined"] == 1 and summary["reloaded_games"] == 199
+    assert summary["step"] == 3 and summary["actor_restarts"] == 0
+    assert (run_dir / "replay" / "quarantine" / first.name).read_bytes() == damaged
+    kept = [r.game_id for r in chunks.read_chunk(first)]
+    assert kept == [f"g{i}" for i in range(100) if i != 50]
+    assert "Traceback" not in result.stderr
+
+
+def test_config_mismatch_on_resume_is_one_line_exit_2(tmp_path):
+    _run_with_games(tmp_path, "mismatch", games=3)
+    r = subprocess.run(_selfplay(tmp_path, "mismatch", "--resume", "--set", "network.resnet.filters=16"),
+                       cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "config mismatch on --resume: network.resnet.filters is 32 in the run, 16 now" \
+        in lines[0], r.stderr
+    assert "another name" in lines[0]
+
+
+def test_unwritable_runs_dir_is_one_line_exit_2(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    r = subprocess.run(_selfplay(tmp_path / "file", "x"), cwd=ROOT, env=ENV, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Not a directory" in lines[0] and "runs_dir" in lines[0], r.stderr
+
+
+def test_disk_full_and_damaged_files_are_one_line_with_the_fix():
+    import errno
+
+    from replay.record import RecordError
+    from selfplay.run import start_error_line
+    full = start_error_line(OSError(errno.ENOSPC, "No space left on device", "runs/x/replay/chunk-000003.msgpack"))
+    assert "no space left" in full and "chunk-000003" in full and "runs_dir" in full
+    assert "move that file" in start_error_line(RecordError("runs/x/replay/chunk-000001.msgpack: frame 2: ..."))
+    assert start_error_line(KeyError("a bug")) is None  # not a start error: raised as it is
+
+
+def _descendants_titled(pid: int, title: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.Process(pid).children(recursive=True):
+        try:
+            if " ".join(p.cmdline()).startswith(title):
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+def _game_ids(run_dir: Path) -> list[str]:
+    try:
+        return [r.game_id for r in chunks.read_all(run_dir / "replay")]
+    except FileNotFoundError:  # a chunk file appearing while listed
+        return []
+
+
+@pytest.mark.slow
+def test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted(tmp_path):
+    """kill -9 of the self-play actor's worker mid-run: Ray restarts it, its games keep arriving (a new
+    session id in their game ids), no finished game is lost, and the summary counts 1 restart."""
+    run_dir = tmp_path / "kill_actor"
+    out_path, err_path = tmp_path / "stdout", tmp_path / "stderr"
+    with open(out_path, "w") as out, open(err_path, "w") as err:  # files: a full pipe would block the run
+        proc = subprocess.Popen(_selfplay(tmp_path, "kill_actor", "--set", "learner.max_steps=100000",
+                                          "--set", "actors.games_per_actor=16"),
+                                cwd=ROOT, env=ENV, stdout=out, stderr=err, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 150
+        while len(_game_ids(run_dir)) < 16:  # the actor's first life finished games
+            assert proc.poll() is None, err_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, "no games in time"
+            time.sleep(1)
+        (actor,) = _descendants_titled(proc.pid, "ray::SelfPlayActor")
+        before = _game_ids(run_dir)
+        actor.kill()  # kill -9 of the actor's worker process
+        actor.wait(10)
+        sessions = {g.split("-a")[0] for g in before}
+        while True:  # games from the restarted actor (a new session id) arrive
+            after = _game_ids(run_dir)
+            if any(g.split("-a")[0] not in sessions for g in after):
+                break
+            assert proc.poll() is None, err_path.read_text()[-3000:]
+            assert time.monotonic() < deadline + 60, "no games from the restarted actor in time"
+            time.sleep(1)
+        (restarted,) = _descendants_titled(proc.pid, "ray::SelfPlayActor")
+        assert restarted.pid != actor.pid
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: checkpoint, summary
+        proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    err = err_path.read_text()
+    assert proc.returncode == 0, err[-3000:]
+    summary = json.loads(out_path.read_text().strip().splitlines()[-1])
+    assert summary["actor_restarts"] == 1, summary
+    assert "self-play actor 0 died and Ray restarted it (1 restart(s))" in err
+    final = _game_ids(run_dir)
+    assert final[: len(before)] == before  # every game finished before the kill is still there
+    assert summary["games_total"] == len(final) > len(before)
