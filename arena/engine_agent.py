@@ -3,12 +3,18 @@ one place that finds the Stockfish binary (arena's agents and distill's annotati
 
 Stockfish comes from Debian's package at /usr/games/stockfish (not on PATH); `path=` or
 $STOCKFISH_BIN overrides it.
+
+An engine process that dies mid-move (killed, crashed) is restarted (same command and options) and
+the move retried once; the engine is given the whole game each move, so the game goes on. If it
+dies again on the same move, `select` raises EngineDiedError (the match scores the game as lost by
+an error, with that message as the termination); the agent has a fresh engine for the next game.
 """
 from __future__ import annotations
 
 import os
 import shlex
 import shutil
+import sys
 import time
 
 import chess
@@ -52,6 +58,10 @@ def _score_info(info: chess.engine.InfoDict, turn: chess.Color) -> dict:
     return out
 
 
+class EngineDiedError(RuntimeError):
+    """The engine process died twice on the same move (restarted in between)."""
+
+
 class EngineAgent(Agent):
     """A UCI engine process; `limit` defaults come from the spec (nodes / movetime ms / depth)."""
 
@@ -60,21 +70,42 @@ class EngineAgent(Agent):
                  depth: int | None = None):
         self.name = name
         self._command = command
+        self._options = dict(options or {})
+        self.restarts = 0  # engine processes restarted after one died
+        self._engine = self._start()
+        if nodes is None and movetime_ms is None and depth is None:
+            movetime_ms = DEFAULT_MOVETIME_MS
+        self._game = object()
+        self._default = chess.engine.Limit(
+            nodes=nodes, time=None if movetime_ms is None else movetime_ms / 1000, depth=depth)
+
+    def _start(self) -> chess.engine.SimpleEngine:
+        command = self._command
         try:
-            self._engine = chess.engine.SimpleEngine.popen_uci(command, timeout=30)
+            engine = chess.engine.SimpleEngine.popen_uci(command, timeout=30)
         except FileNotFoundError:
             raise FileNotFoundError(f"engine '{command[0]}' not found") from None
         except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError,
                 TimeoutError) as e:
             raise FileNotFoundError(f"engine '{shlex.join(command)}' did not start as a UCI "
                                     f"engine: {e}") from None
-        if options:
-            self._engine.configure(options)
-        if nodes is None and movetime_ms is None and depth is None:
-            movetime_ms = DEFAULT_MOVETIME_MS
-        self._game = object()
-        self._default = chess.engine.Limit(
-            nodes=nodes, time=None if movetime_ms is None else movetime_ms / 1000, depth=depth)
+        if self._options:
+            engine.configure(self._options)
+        return engine
+
+    def _restart(self) -> None:
+        """A fresh engine process in place of a dead one (the same command and options)."""
+        try:
+            self._engine.close()
+        except Exception:  # it is gone already
+            pass
+        self._engine = self._start()
+        self.restarts += 1
+        self._game = object()  # "ucinewgame" for the fresh process
+
+    def pid(self) -> int:
+        """The engine's process id."""
+        return self._engine.protocol.transport.get_pid()
 
     @classmethod
     def from_spec(cls, spec) -> "EngineAgent":
@@ -102,8 +133,18 @@ class EngineAgent(Agent):
 
     def select(self, board: chess.Board, limit: Limit | None = None, stop=None):
         start = time.perf_counter()
-        result = self._engine.play(board, self._limit(limit), info=chess.engine.INFO_ALL,
-                                   game=self._game)
+        for attempt in range(2):
+            try:
+                result = self._engine.play(board, self._limit(limit), info=chess.engine.INFO_ALL,
+                                           game=self._game)
+                break
+            except chess.engine.EngineTerminatedError as e:
+                print(f"{self.name}: engine died ({e}); restarted, "
+                      + ("retrying the move" if attempt == 0 else "the move is reported as failed"),
+                      file=sys.stderr)
+                self._restart()
+                if attempt:
+                    raise EngineDiedError(f"engine {self.name} died twice on {board.fen()} ({e})") from None
         if result.move is None:
             raise ValueError(f"engine {self.name} returned no move for {board.fen()}")
         info = _score_info(result.info, board.turn)
