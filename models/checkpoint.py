@@ -31,6 +31,8 @@ from models.network import NetworkConfig, make_model, make_network
 CONFIG_FILE = "network.yaml"
 PARAMS_FILE = "params.msgpack"
 FORMAT = "zerochess-network/1"
+_REPAIR = ("copy the network directory again from where it was made (a self-play run rewrites "
+           "runs/<name>/network/ at every checkpoint)")
 
 
 class Checkpoint(NamedTuple):
@@ -144,9 +146,9 @@ def load(directory: str | os.PathLike, check: bool = True) -> Checkpoint:
     payload = params_path.read_bytes()
     if len(payload) != header["params_bytes"]:
         raise ValueError(f"{params_path}: {len(payload)} bytes, expected {header['params_bytes']} "
-                         "(truncated or overwritten)")
+                         f"(truncated or overwritten); {_REPAIR}")
     if hashlib.sha256(payload).hexdigest() != header["params_sha256"]:
-        raise ValueError(f"{params_path}: checksum mismatch (corrupted file)")
+        raise ValueError(f"{params_path}: checksum mismatch (corrupted file); {_REPAIR}")
     try:
         variables = flax.serialization.msgpack_restore(payload)
     except Exception as e:  # msgpack raises several unrelated types on bad bytes

@@ -187,3 +187,32 @@ def test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted(tmp_path):
     final = _game_ids(run_dir)
     assert final[: len(before)] == before  # every game finished before the kill is still there
     assert summary["games_total"] == len(final) > len(before)
+
+
+@pytest.mark.slow
+def test_damaged_network_directory_is_one_line_for_match_and_uci(tmp_path):
+    """The sha256 in network.yaml catches 16 flipped bytes; match.py and uci.py say so in one line, exit 2."""
+    import jax
+
+    import games
+    import models
+    from models import checkpoint as network_checkpoint
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml")
+    game = games.make("chess")
+    net = models.make_network(cfg.network, game.spec)
+    obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 1)))
+    directory = network_checkpoint.save(tmp_path / "net", cfg.network, net.init(jax.random.PRNGKey(0), obs, train=False),
+                                        game="chess")
+    params = directory / network_checkpoint.PARAMS_FILE
+    data = bytearray(params.read_bytes())
+    for i in range(len(data) // 2, len(data) // 2 + 16):
+        data[i] ^= 0xFF
+    params.write_bytes(bytes(data))
+    for cli, args in (("uci.py", ["--agent", f"mcts:net={directory},sims=8"]),
+                      ("match.py", [f"policy:net={directory}", "random", "--games", "1", "--no-progress"])):
+        r = subprocess.run([sys.executable, str(ROOT / cli), *args], cwd=ROOT, env=ENV, capture_output=True,
+                           text=True, timeout=120, input="uci\nquit\n")
+        assert r.returncode == 2, (cli, r.stdout[-500:], r.stderr[-2000:])
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"{cli}: {params}: checksum mismatch"), (cli, r.stderr)
+        assert "copy the network directory again" in lines[0]
