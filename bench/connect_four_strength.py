@@ -1,5 +1,5 @@
 """Strength of a connect-four self-play run: win rate against a random player and a depth-limited
-alpha-beta player (written here), as either colour. Prints ONE JSON object.
+alpha-beta player (arena/board_players.py), as either colour. Prints ONE JSON object.
 
     .venv/bin/python selfplay.py --config configs/connect_four.yaml --set max_minutes=20
     .venv/bin/python bench/connect_four_strength.py --run runs/connect_four --depth 4
@@ -24,73 +24,11 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 import games  # noqa: E402
+from arena.board_players import alphabeta_move  # noqa: E402
 from configs.loader import from_dict  # noqa: E402
 from models import checkpoint as network_checkpoint  # noqa: E402
 from search import make_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
-
-ROWS, COLS = 6, 7
-WINDOWS = ([[(r, c + i) for i in range(4)] for r in range(ROWS) for c in range(COLS - 3)]
-           + [[(r + i, c) for i in range(4)] for r in range(ROWS - 3) for c in range(COLS)]
-           + [[(r + i, c + i) for i in range(4)] for r in range(ROWS - 3) for c in range(COLS - 3)]
-           + [[(r + 3 - i, c + i) for i in range(4)] for r in range(ROWS - 3) for c in range(COLS - 3)])
-
-
-def _drop(board: np.ndarray, col: int, who: int) -> np.ndarray | None:
-    """board [6, 7] (0 empty, 1 side to move, 2 opponent; row 5 = bottom) with a piece in col."""
-    rows = np.flatnonzero(board[:, col] == 0)
-    if rows.size == 0:
-        return None
-    b = board.copy()
-    b[rows[-1], col] = who
-    return b
-
-
-def _wins(board: np.ndarray, who: int) -> bool:
-    return any(all(board[r, c] == who for r, c in w) for w in WINDOWS)
-
-
-def _heuristic(board: np.ndarray) -> float:
-    score = 0.0
-    for w in WINDOWS:
-        cells = [board[r, c] for r, c in w]
-        mine, theirs = cells.count(1), cells.count(2)
-        if theirs == 0:
-            score += (0, 1, 4, 16, 0)[mine]
-        elif mine == 0:
-            score -= (0, 1, 4, 16, 0)[theirs]
-    return score
-
-
-def _negamax(board, depth, alpha, beta) -> float:
-    """Value for the side to move (1) of `board`."""
-    if _wins(board, 2):
-        return -1e6 - depth
-    moves = [c for c in range(COLS) if board[0, c] == 0]
-    if not moves:
-        return 0.0
-    if depth == 0:
-        return _heuristic(board)
-    best = -np.inf
-    for c in sorted(moves, key=lambda c: abs(c - 3)):
-        child = _drop(board, c, 1)
-        swapped = np.where(child == 1, 2, np.where(child == 2, 1, 0))
-        best = max(best, -_negamax(swapped, depth - 1, -beta, -alpha))
-        alpha = max(alpha, best)
-        if alpha >= beta:
-            break
-    return best
-
-
-def alphabeta_move(board: np.ndarray, depth: int, rng) -> int:
-    scores = {}
-    for c in range(COLS):
-        child = _drop(board, c, 1)
-        if child is not None:
-            swapped = np.where(child == 1, 2, np.where(child == 2, 1, 0))
-            scores[c] = -_negamax(swapped, depth - 1, -np.inf, np.inf)
-    best = max(scores.values())
-    return int(rng.choice([c for c, s in scores.items() if s >= best - 1e-9]))
 
 
 def play(agent_search, variables, game, opponent, num_games: int, agent_first: bool, seed: int) -> dict:

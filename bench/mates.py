@@ -11,7 +11,6 @@ JSON object: solved / total per theme, with the settings, simulations/s and the 
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import json
 import os
@@ -21,41 +20,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import chess  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
 import search  # noqa: E402
-from configs.paths import data_file  # noqa: E402
-from games import chess_bridge  # noqa: E402
+from arena.mate_puzzles import load_mate_puzzles, search_mover, solve_mate_puzzles  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")
-
-
-@dataclasses.dataclass
-class Puzzle:
-    puzzle_id: str
-    board: chess.Board  # the solver to move
-    line: list[str]  # UCI moves from `board`: solver, opponent, solver, ...
-    solved: bool = False
-    failed: bool = False
-
-
-def load_puzzles(theme: str, count: int) -> list[Puzzle]:
-    out = []
-    with open(data_file("puzzles", "lichess_puzzles_themed.csv")) as f:
-        for row in csv.DictReader(f):
-            if theme in row["Themes"].split():
-                board = chess.Board(row["FEN"])
-                moves = row["Moves"].split()
-                board.push_uci(moves[0])  # Lichess: the FEN is before the opponent's setup move
-                out.append(Puzzle(row["PuzzleId"], board, moves[1:]))
-                if len(out) == count:
-                    break
-    return out
 
 
 def make_evaluate(network: str, seed: int):
@@ -80,29 +54,6 @@ def make_evaluate(network: str, seed: int):
     return (lambda v, o: net.apply(v, o, train=False)), jax.tree.map(jnp.asarray, ckpt.variables)
 
 
-def solve(puzzles: list[Puzzle], run, params, seed: int) -> int:
-    """Plays every puzzle's line with `run` (one batched search per solver move); returns searches."""
-    searches, ply = 0, 0
-    while any(not (p.solved or p.failed) for p in puzzles):
-        live = [p for p in puzzles if not (p.solved or p.failed)]
-        states = [chess_bridge.board_to_state(p.board) for p in live]
-        states = jax.tree.map(lambda *x: jnp.stack(x), *states)
-        out = run(params, states, jax.random.PRNGKey(seed + ply))
-        searches += len(live)
-        for b, p in enumerate(live):
-            move = chess_bridge.pgx_action_to_move(int(out.action[b]), p.board)
-            p.board.push(move)
-            if p.board.is_checkmate():
-                p.solved = True
-            elif move.uci() != p.line[0] or len(p.line) < 3:
-                p.failed = True
-            else:
-                p.board.push_uci(p.line[1])
-                p.line = p.line[2:]
-        ply += 1
-    return searches
-
-
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--network", default="untrained", help="uniform | untrained | a network directory")
@@ -125,11 +76,10 @@ def main(argv=None) -> dict:
     run = search.make_search(CHESS, evaluate, config)
     result = {"network": args.network, "search": dataclasses.asdict(config), "themes": {}}
     for theme in args.themes.split(","):
-        puzzles = load_puzzles(theme, args.count)
+        puzzles = load_mate_puzzles(theme, args.count)
         start = time.perf_counter()
-        searches = solve(puzzles, run, params, args.seed)
+        solved, searches = solve_mate_puzzles(puzzles, search_mover(run, params), args.seed)
         seconds = time.perf_counter() - start
-        solved = sum(p.solved for p in puzzles)
         result["themes"][theme] = {"solved": solved, "total": len(puzzles),
                                    "rate": round(solved / max(len(puzzles), 1), 3),
                                    "searches": searches, "seconds": round(seconds, 1),

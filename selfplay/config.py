@@ -6,12 +6,41 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
 from actors.config import ActorConfig
 from learner.config import LearnerConfig
 from models import NetworkConfig
 from replay.config import ReplayConfig
 from search.config import SearchConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig:
+    """The in-run evaluator (selfplay/evaluator.py): Elo of each new network against fixed anchors."""
+
+    enabled: bool = False  # run the evaluator beside the actors
+    every_steps: int = 500  # evaluate the newest published network every this many learner steps
+    every_minutes: float = 0.0  # ... or every this many minutes (0: by steps only)
+    at_start: bool = True  # evaluate the first network of a fresh run (the untrained baseline)
+    at_end: bool = True  # evaluate the final network when the run stops (it waits for that)
+    openings: int = 10  # start positions per opponent, each played with both colours
+    book: str = "8moves_v3.pgn"  # chess opening book (openings/ of the shared data, or a path)
+    random_plies: int = 2  # other games: uniform random plies from the start position, for variety
+    max_plies: int = 400  # a longer gauntlet game is scored a draw
+    previous_networks: int = 2  # earlier evaluated networks of the run each new one plays
+    # the fixed ladder: chess arena agent specs (stockfish:..., uci:...), tic_tac_toe "minimax",
+    # connect_four "alphabeta:depth=N"; None: the game's default (selfplay/evaluator.py DEFAULT_LADDER)
+    engines: Optional[tuple[str, ...]] = None
+    mate_puzzles: int = 25  # chess: mateIn1 and mateIn2 puzzles solved by the search and by the raw policy
+    num_cpus: float = 1.0  # Ray resources of the evaluator actor (a cluster gives it its own)
+    num_gpus: float = 0.0
+
+    def __post_init__(self):
+        if self.every_steps < 1 or self.every_minutes < 0:
+            raise ValueError("evaluation.every_steps >= 1 and evaluation.every_minutes >= 0 required")
+        if self.openings < 1 or self.max_plies < 0 or self.previous_networks < 0 or self.mate_puzzles < 0:
+            raise ValueError("evaluation.openings >= 1; max_plies, previous_networks, mate_puzzles >= 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,6 +56,7 @@ class SelfPlayConfig:
     actors: ActorConfig = ActorConfig()  # self-play actors
     replay: ReplayConfig = ReplayConfig()  # replay window and chunk files
     learner: LearnerConfig = LearnerConfig()  # optimiser, loss, checkpoints, train ratio
+    evaluation: EvaluationConfig = EvaluationConfig()  # in-run Elo against fixed anchors
     max_minutes: float = 0.0  # stop (checkpointed, resumable) after this wall time; 0: no limit
     ray_num_cpus: int = 2  # CPUs of the local Ray instance (ignored with --ray-address)
     ray_object_store_mb: int = 256  # object store of the local Ray instance, MiB

@@ -8,6 +8,7 @@ defined here.
     PlayReport      actors -> run          actors/messages.py
     TrainResult     learner -> run         learner/messages.py (with TrainMetrics)
     LearnerLocation learner -> run         learner/messages.py
+    EvalReport      evaluator -> run       selfplay/evaluator.py
     RunSummary      run -> selfplay.py     here (printed as JSON via dataclasses.asdict)
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Literal, Optional
 from actors.messages import PlayReport
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
 from replay.messages import ReplayStats, TrainingBatch
+from selfplay.evaluator import EvalReport
 
 StopReason = Literal["max_steps", "max_minutes", "interrupted"]
 
@@ -39,7 +41,8 @@ class RunSummary:
     games_quarantined: int  # damaged games set aside at the start (chunk files moved to replay/quarantine/)
     actor_restarts: int  # self-play actors Ray restarted after their process died (kill -9, OOM)
     actor_nodes: tuple[str, ...]  # Ray nodes the actors ran on
+    evaluation: Optional[EvalReport] = None  # the latest in-run evaluation (evaluation.enabled)
 
 
-__all__ = ["LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
+__all__ = ["EvalReport", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
            "TrainResult", "TrainingBatch"]

@@ -3,7 +3,8 @@
 TensorBoard (runs/<name>/tb): loss/{total,policy,value,wdl}, policy_entropy, learning_rate,
 selfplay/{games_per_s, positions_per_s, mean_game_length}, learner/samples_per_s, replay/{buffer_positions,
 games_total}, outcome/{first_player_wins, draws, first_player_losses} (fractions), resign/{rate,
-false_positive_rate}.
+false_positive_rate}; with the in-run evaluator eval/{elo, elo_lower, elo_upper, score_vs_random,
+mates_search, mates_policy, seconds} at the evaluated network's step.
 """
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ from rich.table import Table
 from tensorboardX import SummaryWriter
 
 from selfplay.config import SelfPlayConfig
-from selfplay.messages import PlayReport, ReplayStats, TrainMetrics
+from selfplay.messages import EvalReport, PlayReport, ReplayStats, TrainMetrics
+
+
+def elo_text(report: Optional[EvalReport]) -> str:
+    if report is None:
+        return "-"
+    return (f"{report.elo:+.0f} [{report.elo_lower:+.0f}, {report.elo_upper:+.0f}] at step {report.step}, "
+            f"{100 * report.score_vs_random:.0f}% vs random")
 
 
 class Progress:
@@ -33,6 +41,20 @@ class Progress:
         self.rates = {"games_per_s": 0.0, "positions_per_s": 0.0, "samples_per_s": 0.0}
         self.last_tb = 0.0
         self.last_line = 0.0
+        self.evaluation: Optional[EvalReport] = None  # the latest in-run evaluation
+
+    def evaluated(self, report: EvalReport) -> None:
+        """An evaluation finished: TensorBoard eval/* at its step; the display shows its Elo."""
+        self.evaluation = report
+        w = self.writer
+        for field in ("elo", "elo_lower", "elo_upper", "score_vs_random", "mates_search", "mates_policy",
+                      "seconds"):
+            value = getattr(report, field)
+            if value is not None:
+                w.add_scalar(f"eval/{field}", value, report.step)
+        w.flush()
+        if not self.live:
+            print(f"evaluation: Elo {elo_text(report)} ({report.seconds:.0f} s)", flush=True)
 
     def games_finished(self, report: PlayReport) -> None:
         self.games += report.games
@@ -88,7 +110,8 @@ class Progress:
         loss = f"{m.loss:.3f}" if m is not None else "-"
         return (f"[{time.monotonic() - self.t0:6.0f}s] games {r.games_total}  "
                 f"positions/s {self.rates['positions_per_s']:.1f}  step {step}  loss {loss}  "
-                f"buffer {r.window_positions}  mean plies {r.mean_game_length:.0f}")
+                f"buffer {r.window_positions}  mean plies {r.mean_game_length:.0f}"
+                + (f"  Elo {self.evaluation.elo:+.0f}" if self.evaluation else ""))
 
     def _table(self, step: int, m: Optional[TrainMetrics], r: ReplayStats) -> Table:
         t = Table(title=f"zerochess self-play: {self.cfg.name} ({self.cfg.game})", show_header=False)
@@ -107,6 +130,8 @@ class Progress:
                                              f"{r.fraction(r.draws):.2f} / {r.fraction(r.first_player_losses):.2f}"),
             ("resigned", f"{r.resigned}  (false positives {r.resign_false_positives}/{r.resign_would_have})"),
         ]
+        if self.cfg.evaluation.enabled:
+            rows.append(("Elo (vs random = 0)", elo_text(self.evaluation)))
         for k, v in rows:
             t.add_row(k, v)
         return t

@@ -42,6 +42,7 @@ from models import checkpoint as network_checkpoint
 from replay.buffer import ReplayBuffer
 from replay.record import RecordError, decode
 from selfplay.config import SelfPlayConfig
+from selfplay.evaluator import EvalRequest, EvaluatorHandle
 from selfplay.learners import LearnerHandle, make_learner
 from selfplay.messages import PlayReport, ReplayStats, RunSummary, StopReason, TrainMetrics, TrainResult
 from selfplay.parameter_store import ParameterStore
@@ -188,7 +189,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
     state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed))
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
-    meta = {"samples_trained": 0}
+    meta = {"samples_trained": 0, "seconds_total": 0.0}
     restored = checkpointer.restore_latest(state) if resume else None
     if restored is not None:
         state, meta = restored
@@ -196,7 +197,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
         return _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
-                        checkpointer, progress).run()
+                        float(meta.get("seconds_total", 0.0)), checkpointer, progress).run()
     finally:
         progress.close()
         checkpointer.close()
@@ -216,6 +217,7 @@ class RunState:
     positions_total: int  # positions of those games
     games_at_start: int  # games found on disk at the start
     next_pgn: int  # games_total at which the next sample game goes to games.pgn
+    seconds_base: float = 0.0  # wall time of the run's earlier sessions
     started: float = dataclasses.field(default_factory=time.monotonic)  # monotonic time the loop began
     metrics: Optional[TrainMetrics] = None  # of the last training step
     steps_in_flight: int = 0  # steps of the training call started and not yet reported
@@ -229,6 +231,10 @@ class RunState:
         """Samples trained at `at_step` (default: the step reached). Exact from the step, even if
         Ctrl-C lands inside a step: those before this session plus batch_size per step since."""
         return self.samples_base + ((self.step if at_step is None else at_step) - self.step_base) * self.batch_size
+
+    def hours(self) -> float:
+        """Wall time of the run so far, all sessions."""
+        return (self.seconds_base + time.monotonic() - self.started) / 3600
 
     def steps_allowed(self, train_ratio: float) -> int:
         """Learner steps the train ratio allows beyond those taken or in flight."""
@@ -245,7 +251,7 @@ class _Session:
     """One session of a run: starts the Ray actors, loops collect / train / report, shuts down."""
 
     def __init__(self, cfg: SelfPlayConfig, run_dir: Path, game, state: TrainState, samples_trained: int,
-                 checkpointer: Checkpointer, progress: Progress):
+                 seconds_total: float, checkpointer: Checkpointer, progress: Progress):
         self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
         self.store = ray.remote(ParameterStore).options(num_cpus=0, **_on_this_node()).remote()
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))
@@ -257,7 +263,8 @@ class _Session:
         self.state = RunState(
             batch_size=cfg.learner.batch_size, step=int(state.step), samples_base=samples_trained,
             step_base=int(state.step), games_total=stats.games_total, positions_total=stats.positions_total,
-            games_at_start=stats.games_total, next_pgn=(stats.games_total // every + 1) * every)
+            games_at_start=stats.games_total, next_pgn=(stats.games_total // every + 1) * every,
+            seconds_base=seconds_total)
         self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store)
         actor_cls = ray.remote(SelfPlayActor)
         self.actors = [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
@@ -267,6 +274,11 @@ class _Session:
                            cfg.seed * 1000 + int(state.step) + i)
                        for i in range(cfg.actors.num_actors)]
         self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors}
+        self.final_variables = None  # the network saved at the stop
+        self.evaluator = (EvaluatorHandle(cfg, run_dir, self.store, _on_this_node())
+                          if cfg.evaluation.enabled else None)
+        if self.evaluator and self.evaluator.latest:
+            progress.evaluated(self.evaluator.latest)
 
     def run(self) -> RunSummary:
         self.state.started = time.monotonic()
@@ -358,6 +370,7 @@ class _Session:
         if now - s.last_report >= min(cfg.log_every_seconds, 1.0):
             s.last_report = now
             self.progress.update(s.step, s.metrics, ray.get(self.replay.stats.remote()))
+        self.evaluate()
         if s.games_total >= s.next_pgn and cfg.game == "chess":
             s.next_pgn += cfg.sample_game_every
             _append_pgn(self.run_dir, ray.get(self.replay.recent_games.remote(1))[0])
@@ -371,6 +384,21 @@ class _Session:
             return True
         return False
 
+    def evaluate(self) -> None:
+        """Takes a finished evaluation's report; asks for the next when one is due."""
+        if self.evaluator is None:
+            return
+        report = self.evaluator.poll()
+        if report is not None:
+            self.progress.evaluated(report)
+        if self.evaluator.due(self.state.step):
+            self.evaluator.request(self._eval_request())
+
+    def _eval_request(self, variables=None) -> EvalRequest:
+        s = self.state
+        return EvalRequest(step=s.step, hours=s.hours(), positions=s.positions_total, games=s.games_total,
+                           loss=None if s.metrics is None else float(s.metrics.loss), variables=variables)
+
     def _trained(self, result: Optional[TrainResult]) -> None:
         """Counts a finished training call; checkpoints when it crossed a `checkpoint_every` step."""
         if result is None:
@@ -382,20 +410,23 @@ class _Session:
         if s.step // every > before // every:
             self.save()
 
-    def save(self) -> None:
+    def save(self):
         """Checkpoints the train state (checkpoints/) and the network (network/, for arena/ and uci.py)."""
         try:
             host_state = self.learner.train_state()
         except ray.exceptions.RayError as e:  # a learner actor lost (node down, Ctrl-C on local Ray)
             print(f"learner actor unreachable ({type(e).__name__}); the last checkpoint stands",
                   file=sys.stderr)
-            return
+            return None
         s, cfg = self.state, self.cfg
         s.step = int(host_state.step)
         self.checkpointer.save(host_state, {"samples_trained": s.samples_trained(), "games_total": s.games_total,
-                                            "positions_total": s.positions_total})
-        network_checkpoint.save(self.run_dir / "network", cfg.network, _variables(host_state), game=cfg.game,
+                                            "positions_total": s.positions_total,
+                                            "seconds_total": s.hours() * 3600})
+        variables = _variables(host_state)
+        network_checkpoint.save(self.run_dir / "network", cfg.network, variables, game=cfg.game,
                                 metadata={"step": s.step, "run": cfg.name, "search": to_dict(cfg.search)})
+        return variables
 
     # -- stopping ---------------------------------------------------------------------------------
     def checkpoint_at_stop(self) -> None:
@@ -405,8 +436,21 @@ class _Session:
                 self._trained(self.learner.wait())
             except ray.exceptions.RayError:
                 pass  # save() reports it
-        self.save()
+        self.final_variables = self.save()
         self.progress.update(self.state.step, self.state.metrics, None)
+
+    def finish_evaluation(self) -> None:
+        """With the actors stopped: the evaluation in flight, then the final network's (`at_end`)."""
+        if self.evaluator is None:
+            return
+        try:
+            if self.final_variables is not None:
+                for report in self.evaluator.finish(self._eval_request(self.final_variables)):
+                    self.progress.evaluated(report)
+        except (ray.exceptions.RayError, KeyboardInterrupt) as e:
+            print(f"final evaluation skipped ({type(e).__name__})", file=sys.stderr)
+        finally:
+            self.evaluator.close()
 
     def shutdown(self) -> RunSummary:
         """Final replay totals, the corpus if asked, actors and replay stopped; the run's summary."""
@@ -422,6 +466,7 @@ class _Session:
             ray.get(self.replay.close.remote(), timeout=60)
             for a in self.actors:
                 ray.kill(a)
+            self.finish_evaluation()
             self.learner.close()
         except (ray.exceptions.RayError, KeyboardInterrupt):
             pass
@@ -431,4 +476,5 @@ class _Session:
             games_this_session=games_total - s.games_at_start, reloaded_games=s.games_at_start,
             games_quarantined=self.games_quarantined, actor_restarts=sum(s.actor_restarts),
             metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
-            actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)))
+            actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)),
+            evaluation=self.evaluator.latest if self.evaluator else None)

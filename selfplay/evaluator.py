@@ -1,0 +1,439 @@
+"""The in-run evaluator (a Ray actor beside the self-play actors): how strong is each new network?
+
+    evaluator = ray.remote(Evaluator).options(num_cpus=..., num_gpus=...).remote(run_dir, cfg, store)
+    report = ray.get(evaluator.evaluate.remote(EvalRequest(step, hours, positions, games, loss)))
+
+Every `evaluation.every_steps` learner steps (or `every_minutes`) the run asks for an evaluation of
+the newest published network, played with the run's own search (no root noise, no Gumbel noise,
+greedy). The evaluator
+  - plays a gauntlet (arena/gauntlet.py: batched games, every start position with both colours)
+    against a random mover, the previous `previous_networks` evaluated networks of the run and, in
+    chess, the engine ladder (`engines`, arena agent specs) from the opening book;
+  - solves `mate_puzzles` mateIn1 and mateIn2 Lichess puzzles (chess) with the search and with the
+    raw policy;
+  - refits the ratings of every network evaluated so far from every gauntlet game (arena/ratings.py,
+    BayesElo model, random = 0, 95% intervals) and writes runs/<name>/eval/:
+        games.csv       every gauntlet game: step, white, black, white's score, plies, termination
+        ratings.csv     one row per evaluation (the Elo as fitted then), appended across resumes
+        ratings.json    the latest fit of every player
+        networks/step-N each evaluated network (a network directory: `mcts:net=` / `policy:net=`)
+        gauntlet.pgn    the chess games
+        progress.png    Elo with intervals against hours and learner step, mate rates, loss
+A resumed run reloads games.csv and ratings.csv and never evaluates a step twice.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import jax
+import numpy as np
+
+import games
+import models
+import search as search_lib
+from arena import gauntlet
+from arena.ratings import GameResult, fit_ratings
+from configs.loader import to_dict
+from models import checkpoint as network_checkpoint
+from selfplay.config import SelfPlayConfig
+
+RANDOM = "random"
+RATINGS_FIELDS = ("step", "hours", "positions", "games", "loss", "elo", "elo_lower", "elo_upper",
+                  "score_vs_random", "mates_search", "mates_policy", "seconds")
+GAMES_FIELDS = ("step", "white", "black", "score", "plies", "termination")
+DEFAULT_LADDER = {"chess": ("stockfish:skill=0,depth=1",), "tic_tac_toe": ("minimax",),
+                  "connect_four": ("alphabeta:depth=2", "alphabeta:depth=4")}
+
+
+def ladder(game: str, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
+    """The fixed opponents besides random and earlier networks; ValueError names a bad spec."""
+    specs = DEFAULT_LADDER.get(game, ()) if engines is None else engines
+    for spec in specs:
+        if game == "chess":
+            from arena.spec import parse_spec
+            parse_spec(spec)
+        else:
+            from arena.board_players import parse_player
+            parse_player(game, spec)
+    return tuple(specs)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalRequest:
+    """What the run knows when it asks for an evaluation."""
+
+    step: int  # learner step reached
+    hours: float  # wall time of the run so far (all sessions)
+    positions: int  # self-play positions generated so far
+    games: int  # self-play games finished so far
+    loss: Optional[float] = None  # the learner's last total loss
+    variables: Any = None  # the network to evaluate; None: the newest published in the parameter store
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalReport:
+    """One evaluation: the network's rating (refitted with every game so far) and its results."""
+
+    step: int  # the evaluated network's step (its publication version)
+    hours: float
+    positions: int
+    games: int
+    loss: Optional[float]
+    elo: float  # against random = 0
+    elo_lower: float  # 95% interval
+    elo_upper: float
+    score_vs_random: float  # mean points per game against the random mover
+    mates_search: Optional[float]  # chess: fraction of the mate puzzles solved by the search
+    mates_policy: Optional[float]  # ... and by the raw policy
+    seconds: float  # the evaluation's wall time
+    scores: tuple[tuple[str, float], ...] = ()  # opponent -> mean points per game
+
+    def row(self) -> dict:
+        return {k: getattr(self, k) for k in RATINGS_FIELDS}
+
+
+def network_name(step: int) -> str:
+    return f"step-{step}"
+
+
+def _float_or_none(text: str) -> Optional[float]:
+    return None if text in ("", "None") else float(text)
+
+
+def read_reports(path: Path) -> list[EvalReport]:
+    """ratings.csv -> its evaluations, in order."""
+    if not path.exists():
+        return []
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    return [EvalReport(step=int(r["step"]), hours=float(r["hours"]), positions=int(r["positions"]),
+                       games=int(r["games"]), loss=_float_or_none(r["loss"]), elo=float(r["elo"]),
+                       elo_lower=float(r["elo_lower"]), elo_upper=float(r["elo_upper"]),
+                       score_vs_random=float(r["score_vs_random"]),
+                       mates_search=_float_or_none(r["mates_search"]),
+                       mates_policy=_float_or_none(r["mates_policy"]), seconds=float(r["seconds"]))
+            for r in rows]
+
+
+def read_games(path: Path) -> list[tuple[int, GameResult]]:
+    """games.csv -> (step evaluated, GameResult) per game."""
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return [(int(r["step"]), GameResult(r["white"], r["black"], float(r["score"])))
+                for r in csv.DictReader(f)]
+
+
+def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict]) -> None:
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+class Evaluator:
+    """Evaluates networks of one run; keeps its files under runs/<name>/eval/."""
+
+    def __init__(self, run_dir: str, cfg: SelfPlayConfig, store=None):
+        self.cfg, self.ecfg, self.store = cfg, cfg.evaluation, store
+        self.dir = Path(run_dir) / "eval"
+        (self.dir / "networks").mkdir(parents=True, exist_ok=True)
+        self.game = games.make(cfg.game)
+        self.net = models.make_network(cfg.network, self.game.spec)
+        apply = lambda variables, obs: self.net.apply(variables, obs, train=False)  # noqa: E731
+        self.apply = apply
+        self.search_cfg = dataclasses.replace(cfg.search, root_noise=False, temperature_plies=0,
+                                              gumbel_scale=0.0)
+        self.search = search_lib.make_search(self.game, apply, self.search_cfg)
+        self.reports = read_reports(self.dir / "ratings.csv")
+        self.results = read_games(self.dir / "games.csv")
+        self.key = jax.random.PRNGKey(cfg.seed + 7919)
+        self._starts = None
+        self._start_fens: list[str] = []
+        self._engines: dict[str, Any] = {}
+
+    # -- what has been done ----------------------------------------------------------------------
+    def evaluated_steps(self) -> list[int]:
+        return [r.step for r in self.reports]
+
+    def latest(self) -> Optional[EvalReport]:
+        return self.reports[-1] if self.reports else None
+
+    # -- one evaluation --------------------------------------------------------------------------
+    def evaluate(self, request: EvalRequest) -> Optional[EvalReport]:
+        """Evaluates the request's network (or the newest published); None if that step was done."""
+        start = time.perf_counter()
+        step, variables = self._network(request)
+        if step in self.evaluated_steps():
+            return None
+        network_checkpoint.save(self.dir / "networks" / network_name(step), self.cfg.network, variables,
+                                game=self.cfg.game, metadata={"step": step, "run": self.cfg.name,
+                                                              "search": to_dict(self.cfg.search)})
+        name = network_name(step)
+        played = self._gauntlet(name, variables)
+        self.results.extend((step, r) for r, _ in played)
+        _append_csv(self.dir / "games.csv", GAMES_FIELDS, [
+            {"step": step, "white": r.white, "black": r.black, "score": r.score, "plies": g.plies,
+             "termination": g.termination} for r, g in played])
+        mates_search, mates_policy = self._mates(variables)
+        fit = self._fit()
+        me = next(p for p in fit.players if p.name == name)
+        scores = {}
+        for r, _ in played:
+            opponent, points = (r.black, r.score) if r.white == name else (r.white, 1 - r.score)
+            scores.setdefault(opponent, []).append(points)
+        report = EvalReport(
+            step=step, hours=request.hours, positions=request.positions, games=request.games,
+            loss=request.loss, elo=me.rating, elo_lower=me.lower, elo_upper=me.upper,
+            score_vs_random=float(np.mean(scores[RANDOM])), mates_search=mates_search,
+            mates_policy=mates_policy, seconds=time.perf_counter() - start,
+            scores=tuple((k, float(np.mean(v))) for k, v in scores.items()))
+        self.reports.append(report)
+        _append_csv(self.dir / "ratings.csv", RATINGS_FIELDS, [report.row()])
+        (self.dir / "ratings.json").write_text(json.dumps(
+            {"anchor": RANDOM, "players": fit.table(), "advantage": fit.advantage, "draw_elo": fit.draw_elo},
+            indent=1))
+        self._plot(fit)
+        return report
+
+    def _network(self, request: EvalRequest) -> tuple[int, Any]:
+        if request.variables is not None:
+            return request.step, request.variables
+        import ray
+        newest = ray.get(self.store.get_newer.remote(-1))
+        return int(newest[0]), newest[1]
+
+    def _next_key(self):
+        self.key, key = jax.random.split(self.key)
+        return key
+
+    # -- the gauntlet ----------------------------------------------------------------------------
+    def _start_states(self):
+        if self._starts is None:
+            count = self.ecfg.openings
+            if self.cfg.game == "chess":
+                from arena.openings import Book, pick
+                boards = [o.board() for o in pick(Book(_book_path(self.ecfg.book)), count, "random", self.cfg.seed)]
+                self._start_fens = [b.fen() for b in boards for _ in (0, 1)]
+                self._starts = gauntlet.start_states(self.game, count, None, boards=boards)
+            else:
+                self._starts = gauntlet.start_states(self.game, count, jax.random.PRNGKey(self.cfg.seed),
+                                                     random_plies=self.ecfg.random_plies)
+        return self._starts
+
+    def _opponents(self, name: str) -> list[tuple[str, gauntlet.Mover]]:
+        opponents: list[tuple[str, gauntlet.Mover]] = [(RANDOM, gauntlet.random_mover)]
+        earlier = [s for s in self.evaluated_steps()][-self.ecfg.previous_networks:] if self.ecfg.previous_networks else []
+        for step in earlier:
+            variables = network_checkpoint.load(self.dir / "networks" / network_name(step)).variables
+            opponents.append((network_name(step), gauntlet.search_mover(self.search, variables)))
+        self._start_states()
+        for spec in ladder(self.cfg.game, self.ecfg.engines):
+            if self.cfg.game != "chess":
+                from arena.board_players import board_mover
+                opponents.append((spec, board_mover(self.cfg.game, spec, self.cfg.seed + len(self.reports))))
+                continue
+            engine = self._engine(spec)
+            if engine is not None:
+                opponents.append((spec, gauntlet.AgentMover(engine, self._start_fens)))
+        return opponents
+
+    def _engine(self, spec: str):
+        """The engine of a ladder spec, started once; None (with one warning) if it cannot start."""
+        if spec not in self._engines:
+            from arena.spec import make_agent
+            try:
+                self._engines[spec] = make_agent(spec)
+            except (FileNotFoundError, ValueError) as e:
+                print(f"evaluation: engine '{spec}' left out of the ladder: {e}", file=sys.stderr, flush=True)
+                self._engines[spec] = None
+        return self._engines[spec]
+
+    def _gauntlet(self, name: str, variables) -> list[tuple[GameResult, gauntlet.GauntletGame]]:
+        """Every opponent, every start position with both colours -> (rating game, game) pairs."""
+        starts = self._start_states()
+        me = gauntlet.search_mover(self.search, variables)
+        played = []
+        for opponent, mover in self._opponents(name):
+            for g in gauntlet.play_gauntlet(self.game, me, mover, starts, self._next_key(), self.ecfg.max_plies):
+                white, black = (name, opponent) if g.network_first else (opponent, name)
+                result = GameResult(white, black, g.score if g.network_first else 1 - g.score)
+                played.append((result, g))
+                if self.cfg.game == "chess":
+                    self._write_pgn(result, g)
+        return played
+
+    def _write_pgn(self, result: GameResult, g: gauntlet.GauntletGame) -> None:
+        from games import chess_bridge
+        fen = self._start_fens[2 * g.start]
+        score = {1.0: "1-0", 0.0: "0-1"}.get(result.score, "1/2-1/2")
+        pgn = chess_bridge.actions_to_pgn(list(g.actions), fen=fen, result=score, headers={
+            "Event": f"zerochess {self.cfg.name} evaluation", "White": result.white, "Black": result.black,
+            "Termination": g.termination})
+        with open(self.dir / "gauntlet.pgn", "a") as f:
+            print(pgn, file=f, end="\n\n")
+
+    # -- puzzles ---------------------------------------------------------------------------------
+    def _mates(self, variables) -> tuple[Optional[float], Optional[float]]:
+        if self.cfg.game != "chess" or not self.ecfg.mate_puzzles:
+            return None, None
+        from arena import mate_puzzles as mp
+        rates = []
+        for mover in (mp.search_mover(self.search, variables), mp.policy_mover(self.apply, variables)):
+            solved = total = 0
+            for theme in ("mateIn1", "mateIn2"):
+                puzzles = mp.load_mate_puzzles(theme, self.ecfg.mate_puzzles)
+                solved += mp.solve_mate_puzzles(puzzles, mover, self.cfg.seed)[0]
+                total += len(puzzles)
+            rates.append(solved / max(total, 1))
+        return rates[0], rates[1]
+
+    # -- ratings and pictures --------------------------------------------------------------------
+    def _fit(self):
+        return fit_ratings([r for _, r in self.results], anchor=RANDOM)
+
+    def _plot(self, fit) -> None:
+        plot_progress(self.dir / "progress.png", self.reports, fit, self.cfg.name)
+
+    def close(self) -> None:
+        for agent in self._engines.values():
+            if agent is not None:
+                agent.close()
+        self._engines.clear()
+
+
+def _book_path(book: str) -> Path:
+    if Path(book).is_file():
+        return Path(book)
+    from configs.paths import data_file
+    return data_file("openings", book)
+
+
+def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
+    """Elo (latest fit, 95% intervals) against hours and learner step; mate rates; loss."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rated = {p.name: p for p in fit.players}
+    rows = [(r, rated.get(network_name(r.step))) for r in reports]
+    rows = [(r, p) for r, p in rows if p is not None]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    scale, unit = (1, "hours") if reports and reports[-1].hours >= 2 else (60, "minutes")
+    for ax, x, label in ((axes[0, 0], [scale * r.hours for r, _ in rows], unit),
+                         (axes[0, 1], [r.step for r, _ in rows], "learner step")):
+        elo = np.array([p.rating for _, p in rows])
+        err = np.array([[p.rating - p.lower for _, p in rows], [p.upper - p.rating for _, p in rows]])
+        ax.errorbar(x, elo, yerr=err, marker="o", capsize=3, label="network (MCTS, run's search)")
+        ax.axhline(0, color="grey", lw=0.8, ls="--", label="random = 0")
+        for p in fit.players:
+            if not p.name.startswith("step-") and p.name != RANDOM and math.isfinite(p.rating):
+                ax.axhline(p.rating, lw=0.8, ls=":", color="tab:red")
+                ax.annotate(p.name, (x[0] if x else 0, p.rating), fontsize=7, color="tab:red")
+        ax.set_xlabel(label)
+        ax.set_ylabel("Elo (95% interval)")
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="upper left")
+    hours = [scale * r.hours for r in reports]
+    ax = axes[1, 0]
+    for field, label in (("mates_search", "mate puzzles, search"), ("mates_policy", "mate puzzles, raw policy"),
+                         ("score_vs_random", "score vs random")):
+        values = [getattr(r, field) for r in reports]
+        if any(v is not None for v in values):
+            ax.plot(hours, [np.nan if v is None else v for v in values], marker="o", label=label)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(unit)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax = axes[1, 1]
+    ax.plot(hours, [np.nan if r.loss is None else r.loss for r in reports], marker="o")
+    ax.set_xlabel(unit)
+    ax.set_ylabel("learner loss (total)")
+    ax.grid(alpha=0.3)
+    fig.suptitle(f"{title}: strength by evaluation")
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+class EvaluatorHandle:
+    """The run's side of the evaluator actor: when an evaluation is due, one request in flight."""
+
+    def __init__(self, cfg: SelfPlayConfig, run_dir: Path, store, placement: dict):
+        import ray
+        self.cfg = cfg.evaluation
+        try:
+            ladder(cfg.game, self.cfg.engines)
+        except ValueError as e:
+            from selfplay.run import RunError
+            raise RunError(f"evaluation.engines: {e}") from None
+        self.actor = ray.remote(Evaluator).options(
+            num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, **placement).remote(str(run_dir), cfg, store)
+        try:
+            done = ray.get(self.actor.evaluated_steps.remote(), timeout=300)
+        except ray.exceptions.GetTimeoutError:
+            from selfplay.run import RunError
+            raise RunError(
+                f"the evaluator (evaluation.num_cpus={self.cfg.num_cpus}, num_gpus={self.cfg.num_gpus}) found no "
+                "free Ray resources in 5 minutes: raise ray_num_cpus or set evaluation.num_cpus=0") from None
+        self.latest: Optional[EvalReport] = ray.get(self.actor.latest.remote())
+        self.last_step = done[-1] if done else None  # the step of the last request (or evaluation)
+        self.last_time = time.monotonic()
+        self._in_flight = None
+
+    def due(self, step: int) -> bool:
+        if self._in_flight is not None:
+            return False
+        if self.last_step is None:
+            return self.cfg.at_start or step >= self.cfg.every_steps
+        by_minutes = self.cfg.every_minutes and time.monotonic() - self.last_time >= 60 * self.cfg.every_minutes
+        return step >= self.last_step + self.cfg.every_steps or bool(by_minutes)
+
+    def request(self, request: EvalRequest) -> None:
+        self._in_flight = self.actor.evaluate.remote(request)
+        self.last_step, self.last_time = request.step, time.monotonic()
+
+    def poll(self, timeout: float = 0.0) -> Optional[EvalReport]:
+        """The report of the request in flight, if it finished (waits up to `timeout` seconds)."""
+        import ray
+        if self._in_flight is None or not ray.wait([self._in_flight], timeout=timeout)[0]:
+            return None
+        ref, self._in_flight = self._in_flight, None
+        try:
+            report = ray.get(ref)
+        except ray.exceptions.RayTaskError as e:  # a bug or bad data in one evaluation: the run goes on
+            print(f"evaluation at step {self.last_step} failed: {e.cause!r}", file=sys.stderr, flush=True)
+            return None
+        if report is not None:
+            self.latest = report
+        return report
+
+    def finish(self, final: EvalRequest) -> list[EvalReport]:
+        """At the stop: the evaluation in flight, then the final network's if `at_end` and new."""
+        reports = []
+        if self._in_flight is not None:
+            report = self.poll(timeout=None)
+            reports += [report] if report else []
+        if self.cfg.at_end and (self.latest is None or self.latest.step < final.step):
+            self.request(final)
+            report = self.poll(timeout=None)
+            reports += [report] if report else []
+        return reports
+
+    def close(self) -> None:
+        import ray
+        try:
+            ray.get(self.actor.close.remote(), timeout=30)
+        finally:
+            ray.kill(self.actor)
