@@ -379,7 +379,8 @@ class EvaluatorHandle:
             from selfplay.run import RunError
             raise RunError(f"evaluation.engines: {e}") from None
         self.actor = ray.remote(Evaluator).options(
-            num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, **placement).remote(str(run_dir), cfg, store)
+            num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, max_restarts=3,
+            **placement).remote(str(run_dir), cfg, store)
         try:
             done = ray.get(self.actor.evaluated_steps.remote(), timeout=300)
         except ray.exceptions.GetTimeoutError:
@@ -415,6 +416,10 @@ class EvaluatorHandle:
         except ray.exceptions.RayTaskError as e:  # a bug or bad data in one evaluation: the run goes on
             print(f"evaluation at step {self.last_step} failed: {e.cause!r}", file=sys.stderr, flush=True)
             return None
+        except ray.exceptions.RayActorError as e:  # its process died: Ray restarts it (max_restarts)
+            print(f"the evaluator died during the evaluation at step {self.last_step} ({type(e).__name__}); "
+                  "Ray restarts it and the next evaluation is at the next due step", file=sys.stderr, flush=True)
+            return None
         if report is not None:
             self.latest = report
         return report
@@ -434,6 +439,8 @@ class EvaluatorHandle:
     def close(self) -> None:
         import ray
         try:
-            ray.get(self.actor.close.remote(), timeout=30)
+            ray.get(self.actor.close.remote(), timeout=30)  # stops its engines
+        except ray.exceptions.RayError:
+            pass  # already gone (Ctrl-C of the process group)
         finally:
             ray.kill(self.actor)

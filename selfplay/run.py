@@ -290,6 +290,10 @@ class _Session:
                     break
         except KeyboardInterrupt:
             self.state.stop_reason = "interrupted"
+        except ray.exceptions.RayActorError as e:  # Ctrl-C reaches Ray's processes too, often first
+            self.state.stop_reason = "interrupted"
+            print(f"a Ray process of the run died ({type(e).__name__}): stopping with a checkpoint; "
+                  "--resume continues", file=sys.stderr)
         finally:
             self.checkpoint_at_stop()
         return self.shutdown()
