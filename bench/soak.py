@@ -1,0 +1,221 @@
+"""Soak test of a self-play run (not CI): memory and disk over time, one JSON at the end.
+
+    .venv/bin/python bench/soak.py --config configs/chess_cpu.yaml --minutes 60        # runs selfplay.py
+    .venv/bin/python bench/soak.py --attach 12345 --minutes 60                        # a running driver
+    .venv/bin/python bench/soak.py --config configs/tic_tac_toe.yaml --minutes 1.5 --interval 10 \
+        --from-minute 0.5 --set runs_dir=/tmp/soak                                     # a quick check
+
+Every `--interval` seconds (default 60) it samples
+    driver_rss        the selfplay.py driver (with `learner.placement: driver` the learner is in it)
+    replay_rss        the replay buffer actor           (process title ray::ReplayBuffer...)
+    learner_rss       the learner actor, or the driver  (ray::Learner...)
+    actors_rss        each self-play actor by pid, and their total   (ray::SelfPlayActor...)
+    raylet_rss        Ray's raylet (it maps the object store)
+    object_store_bytes  /dev/shm in use (Ray's object store lives there on Linux; the whole tmpfs)
+    replay_disk_bytes   the files under runs/<name>/replay/
+Ray's worker processes are descendants of a driver that started local Ray (not with --ray-address:
+there only the driver and the replay directory are sampled). It stops when the driver exits or after
+`--minutes` (then, in run mode, it interrupts the driver as Ctrl-C does and waits for its summary),
+and prints one JSON object: the samples and, per figure, its growth from the first sample at or after
+`--from-minute` (default 10: the replay window is full by then in chess_cpu) to the last sample that
+still has as many self-play actors (samples taken during the shutdown, actors gone, do not count).
+Goal: growth < 10% for every memory figure (`ok`); replay_disk_bytes grows with the games stored
+(unless replay.disk_positions is set) and is reported without a goal.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MEMORY_FIGURES = ("driver_rss", "replay_rss", "learner_rss", "actors_rss_total", "raylet_rss", "object_store_bytes")
+GOAL = 0.10  # growth allowed once the replay window is full
+
+
+def run_dir_of_driver(proc: psutil.Process) -> Path:
+    """runs/<name>/ of a running selfplay.py, from its command line and working directory."""
+    from configs.loader import load
+    from selfplay.config import SelfPlayConfig
+
+    argv = proc.cmdline()
+    script = next(i for i, a in enumerate(argv) if a.endswith("selfplay.py"))
+    import importlib.util  # selfplay.py (the CLI) by path: `selfplay` is the package
+    spec = importlib.util.spec_from_file_location("selfplay_cli", ROOT / "selfplay.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    args = cli.parse_args(argv[script + 1:])
+    cwd = Path(proc.cwd())
+    cfg = load(SelfPlayConfig, cwd / args.config, args.overrides)
+    return cwd / cfg.runs_dir / cfg.name
+
+
+def _title(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
+
+
+def _rss(p: psutil.Process) -> int:
+    try:
+        return p.memory_info().rss
+    except psutil.Error:
+        return 0
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+def sample(driver: psutil.Process, run_dir: Path, started: float) -> dict:
+    """One sample of every figure (bytes)."""
+    try:
+        procs = driver.children(recursive=True)
+    except psutil.Error:
+        procs = []
+    titled = [(p, _title(p)) for p in procs]
+    actors = {str(p.pid): _rss(p) for p, t in titled if t.startswith("ray::SelfPlayActor")}
+    learners = [_rss(p) for p, t in titled if t.startswith("ray::Learner")]
+    driver_rss = _rss(driver)
+    return {
+        "t": round(time.monotonic() - started, 1),
+        "driver_rss": driver_rss,
+        "replay_rss": sum(_rss(p) for p, t in titled if t.startswith("ray::ReplayBuffer")),
+        "learner_rss": sum(learners) if learners else driver_rss,
+        "actors_rss": actors,
+        "actors_rss_total": sum(actors.values()),
+        "raylet_rss": sum(_rss(p) for p, t in titled if "/raylet" in t.split(" ")[0]),
+        "object_store_bytes": shutil.disk_usage("/dev/shm").used if os.path.isdir("/dev/shm") else 0,
+        "replay_disk_bytes": _dir_bytes(run_dir / "replay"),
+    }
+
+
+def growth(samples: list[dict], from_minute: float) -> dict:
+    """Per figure: value at the first sample at/after `from_minute`, at the last, and the growth."""
+    later = [s for s in samples if s["t"] >= 60 * from_minute]
+    if later:  # the run's loop only: shutdown stops the actors first (a restarted actor keeps the count)
+        later = [s for s in later if len(s["actors_rss"]) >= len(later[0]["actors_rss"])]
+    if len(later) < 2:
+        return {}
+    first, last = later[0], later[-1]
+    out = {}
+    for key in MEMORY_FIGURES + ("replay_disk_bytes",):
+        a, b = first[key], last[key]
+        out[key] = {"from": a, "to": b, "growth": round((b - a) / a, 4) if a else None}
+    out["window"] = {"from_t": first["t"], "to_t": last["t"]}
+    return out
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def soak(driver: psutil.Process, run_dir: Path, minutes: float, interval: float, stop_driver: bool) -> list[dict]:
+    """Samples until the driver exits (or `minutes` pass: then, with `stop_driver`, it is sent SIGINT
+    and awaited). Ctrl-C stops sampling (and reaches a driver started in this process group too)."""
+    started = time.monotonic()
+    deadline = started + 60 * minutes if minutes else None
+    samples = []
+    try:
+        while _alive(driver):
+            samples.append(sample(driver, run_dir, started))
+            s = samples[-1]
+            print(f"[{s['t']:7.0f}s] driver {s['driver_rss'] >> 20} MiB  replay {s['replay_rss'] >> 20} MiB  "
+                  f"actors {s['actors_rss_total'] >> 20} MiB ({len(s['actors_rss'])})  "
+                  f"shm {s['object_store_bytes'] >> 20} MiB  replay disk {s['replay_disk_bytes'] >> 20} MiB",
+                  file=sys.stderr, flush=True)
+            if deadline and time.monotonic() >= deadline:
+                break
+            until = time.monotonic() + interval
+            while _alive(driver) and time.monotonic() < min(until, deadline or until):
+                time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    if stop_driver and _alive(driver):
+        if deadline:
+            driver.send_signal(signal.SIGINT)
+        end = time.monotonic() + 180
+        while _alive(driver) and time.monotonic() < end:
+            time.sleep(0.5)
+        if _alive(driver):
+            driver.kill()
+    return samples
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", help="run mode: the selfplay.py preset (e.g. configs/chess_cpu.yaml)")
+    p.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="run mode: selfplay.py overrides (repeatable)")
+    p.add_argument("--attach", type=int, metavar="PID", help="sample a running selfplay.py driver instead")
+    p.add_argument("--run-dir", help="attach mode: runs/<name>/ (default: from the driver's command line)")
+    p.add_argument("--minutes", type=float, default=0.0,
+                   help="stop sampling after this long (run mode: the run's max_minutes; default 60 there)")
+    p.add_argument("--interval", type=float, default=60.0, help="seconds between samples")
+    p.add_argument("--from-minute", type=float, default=10.0, help="growth is measured from this minute on")
+    args = p.parse_args(argv)
+    if bool(args.config) == bool(args.attach):
+        p.error("give --config (run selfplay.py) or --attach PID")
+    log = None
+    if args.attach:
+        try:
+            driver = psutil.Process(args.attach)
+        except psutil.NoSuchProcess:
+            print(f"soak.py: no process {args.attach}", file=sys.stderr)
+            return 2
+        run_dir = Path(args.run_dir) if args.run_dir else run_dir_of_driver(driver)
+        samples = soak(driver, run_dir, args.minutes, args.interval, stop_driver=False)
+    else:
+        from configs.loader import ConfigError, load
+        from selfplay.config import SelfPlayConfig
+        minutes = args.minutes or 60.0
+        overrides = [f"name=soak-{time.strftime('%Y%m%d-%H%M%S')}", *args.overrides, f"max_minutes={minutes}"]
+        try:
+            cfg = load(SelfPlayConfig, args.config, overrides)
+        except ConfigError as e:
+            print(f"soak.py: config error: {e}", file=sys.stderr)
+            return 2
+        run_dir = Path(cfg.runs_dir) / cfg.name
+        log = Path(tempfile.gettempdir()) / f"{cfg.name}.log"
+        with open(log, "w") as out:
+            cmd = [sys.executable, str(ROOT / "selfplay.py"), "--config", args.config, "--no-progress"]
+            for o in overrides:
+                cmd += ["--set", o]
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=os.getcwd())
+        driver = psutil.Process(proc.pid)
+        # max_minutes stops the run's loop; sampling goes on until it exits (checkpoint, shutdown)
+        samples = soak(driver, run_dir, 0.0, args.interval, stop_driver=True)
+        proc.wait()
+    result = {"run_dir": str(run_dir), "interval_s": args.interval, "from_minute": args.from_minute,
+              "driver_log": str(log) if log else None, "samples": samples,
+              "growth": growth(samples, args.from_minute), "goal": f"growth < {GOAL:.0%} for {list(MEMORY_FIGURES)}"}
+    g = result["growth"]
+    result["ok"] = bool(g) and all(g[k]["growth"] is None or g[k]["growth"] < GOAL for k in MEMORY_FIGURES)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
