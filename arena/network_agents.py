@@ -72,8 +72,8 @@ class _PgxTracker:
 def search_config(metadata: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
                   where: str = "network directory"):
     """The SearchConfig an MCTS agent plays with: metadata["search"] (the fields the network was
-    trained with) or the defaults with DEFAULT_SIMULATIONS, then no root noise, greedy play
-    (temperature_plies 0) and forced results looked for at every node (win_check "tree": one
+    trained with) or the defaults with DEFAULT_SIMULATIONS, then no root noise (Dirichlet or Gumbel),
+    greedy play (temperature_plies 0) and forced results looked for at every node (win_check "tree": one
     position at a time, where self-play's batches use "root"), then `overrides` (SearchConfig
     fields). ValueError names a bad key."""
     from configs.loader import ConfigError, from_dict
@@ -84,7 +84,7 @@ def search_config(metadata: Mapping[str, Any], overrides: Mapping[str, Any] | No
                 else SearchConfig(num_simulations=DEFAULT_SIMULATIONS))
     except ConfigError as e:
         raise ValueError(f"{where}: recorded search config: {e}") from None
-    base = dataclasses.replace(base, root_noise=False, temperature_plies=0, win_check="tree")
+    base = dataclasses.replace(base, root_noise=False, gumbel_scale=0.0, temperature_plies=0, win_check="tree")
     try:
         return dataclasses.replace(base, **(overrides or {}))
     except (TypeError, ValueError) as e:
