@@ -29,7 +29,7 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 def _selfplay(tmp_path, name: str, *args: str) -> list[str]:
     return [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
             "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", f"name={name}",
-            "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1", *args]
+            "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1", "--set", "evaluation.enabled=false", *args]
 
 
 def _run_with_games(tmp_path, name: str, games: int = 200, per_chunk: int = 100) -> Path:
