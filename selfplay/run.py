@@ -40,7 +40,7 @@ from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
 from replay.buffer import ReplayBuffer
-from replay.record import RecordError, decode
+from replay.record import RecordError, SchemaError, decode
 from selfplay.config import SelfPlayConfig
 from selfplay.evaluator import EvalRequest, EvaluatorHandle
 from selfplay.learners import LearnerHandle, make_learner
@@ -89,6 +89,8 @@ def start_error_line(e: BaseException) -> str | None:
     """One line for an error a user can cause or meet on start (a damaged or missing file, a full
     disk), with the fix; None for anything else (a bug: let it raise)."""
     import errno
+    if isinstance(e, SchemaError):  # written by newer code: not damage
+        return f"{e}; continue this run with the code that wrote it"
     if isinstance(e, RecordError):
         return str(e) if "replay.strict" in str(e) else f"{e}; move that file out of the replay directory"
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:

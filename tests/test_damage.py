@@ -117,11 +117,12 @@ def test_unwritable_runs_dir_is_one_line_exit_2(tmp_path):
 def test_disk_full_and_damaged_files_are_one_line_with_the_fix():
     import errno
 
-    from replay.record import RecordError
+    from replay.record import RecordError, SchemaError
     from selfplay.run import start_error_line
     full = start_error_line(OSError(errno.ENOSPC, "No space left on device", "runs/x/replay/chunk-000003.msgpack"))
     assert "no space left" in full and "chunk-000003" in full and "runs_dir" in full
     assert "move that file" in start_error_line(RecordError("runs/x/replay/chunk-000001.msgpack: frame 2: ..."))
+    assert "with the code that wrote it" in start_error_line(SchemaError("chunk-000001.msgpack: frame 0: schema 9"))
     assert start_error_line(KeyError("a bug")) is None  # not a start error: raised as it is
 
 
