@@ -102,11 +102,29 @@ def start_error_line(e: BaseException) -> str | None:
     return None
 
 
-def _actor_records(handles) -> list[dict]:
+def _actor_records(handles, timeout: float = 5.0) -> list[dict]:
     """The GCS record of each Ray actor ({"State": "ALIVE" | "RESTARTING" | "DEAD", "NumRestarts": n,
-    ...}; {} if unknown): the view ray.get_runtime_context() itself reads, no dashboard needed."""
+    ...}; {} if unknown): the view ray.get_runtime_context() itself reads, no dashboard needed.
+    Asked from a daemon thread: TimeoutError after `timeout` s (after Ctrl-C the GCS may be gone)."""
+    import queue
+    import threading
+
     from ray._private import state
-    return [state.actors(actor_id=h._actor_id.hex()) or {} for h in handles]
+    answer: queue.Queue = queue.Queue()
+
+    def ask():
+        try:
+            answer.put([state.actors(actor_id=h._actor_id.hex()) or {} for h in handles])
+        except Exception as e:
+            answer.put(e)
+    threading.Thread(target=ask, daemon=True).start()
+    try:
+        records = answer.get(timeout=timeout)
+    except queue.Empty:
+        raise TimeoutError("no answer from Ray's GCS") from None
+    if isinstance(records, Exception):
+        raise records
+    return records
 
 
 def _reload_replay(replay, run_dir: Path) -> ReplayStats:
@@ -332,7 +350,11 @@ class _Session:
         (acknowledged before it reports), only its games in progress are lost. Past max_restarts
         the run goes on without it."""
         index = self.actors.index(actor)
-        if _actor_records([actor])[0].get("State") != "DEAD":
+        try:
+            dead = _actor_records([actor])[0].get("State") == "DEAD"
+        except Exception:  # no answer: assume Ray restarts it (a call to a dead actor fails at once)
+            dead = False
+        if not dead:
             self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
             return
         print(f"self-play actor {index} died and will not be restarted (actors.max_restarts="
