@@ -32,9 +32,9 @@ def _selfplay(tmp_path, name: str, *args: str) -> list[str]:
             "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1", "--set", "evaluation.enabled=false", *args]
 
 
-def _run_with_games(tmp_path, name: str, games: int = 200, per_chunk: int = 100) -> Path:
-    """A run directory as a stopped run leaves it (config.yaml, replay chunks; no checkpoint yet) with
-    `games` synthetic tic-tac-toe games of 5 plies."""
+def _run_with_games(tmp_path, name: str, games: int = 200, per_chunk: int = 100, checkpoints=()) -> Path:
+    """A run directory as a stopped run leaves it (config.yaml, replay chunks, orbax checkpoints of the
+    untrained network at the steps `checkpoints`) with `games` synthetic tic-tac-toe games of 5 plies."""
     from selfplay.run import _prepare_run_dir
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [f"runs_dir={tmp_path}", f"name={name}"])
     run_dir = _prepare_run_dir(cfg, resume=False)
@@ -42,6 +42,23 @@ def _run_with_games(tmp_path, name: str, games: int = 200, per_chunk: int = 100)
     for i in range(games):
         buf.add(encode(make_record(f"g{i}", 5, seed=i)))
     buf.close()
+    if checkpoints:
+        import jax
+        import jax.numpy as jnp
+
+        import games as games_lib
+        import models
+        from learner.checkpoint import Checkpointer
+        from learner.train import init_train_state
+        game = games_lib.make(cfg.game)
+        obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 1)))
+        state = init_train_state(models.make_network(cfg.network, game.spec), cfg.learner, obs, jax.random.PRNGKey(0))
+        ckpt = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
+        for step in checkpoints:
+            ckpt.save(state._replace(step=jnp.asarray(step, state.step.dtype)),
+                      {"samples_trained": step * cfg.learner.batch_size, "games_total": games,
+                       "positions_total": 5 * games, "seconds_total": 0.0})
+        ckpt.close()
     return run_dir
 
 
@@ -64,11 +81,13 @@ def _flip_middle_frame(path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_damaged_chunk_on_resume_is_set_aside_and_the_run_continues(tmp_path):
-    run_dir = _run_with_games(tmp_path, "dmg")
+def test_damaged_chunk_and_checkpoint_on_resume_are_set_aside_and_the_run_continues(tmp_path):
+    """A chunk with 16 bytes flipped in its middle frame, and an unreadable newest checkpoint."""
+    run_dir = _run_with_games(tmp_path, "dmg", checkpoints=(1, 2))
     first = chunks.chunk_paths(run_dir / "replay")[0]
     _flip_middle_frame(first)
     damaged = first.read_bytes()
+    (run_dir / "checkpoints" / "2" / "state" / "_METADATA").write_text("garbage")
 
     # --set replay.strict=true: today's stop on damage, as one line (no Ray traceback), exit 2
     strict = subprocess.run(_selfplay(tmp_path, "dmg", "--resume", "--set", "replay.strict=true"), cwd=ROOT,
@@ -77,6 +96,10 @@ def test_damaged_chunk_on_resume_is_set_aside_and_the_run_continues(tmp_path):
     lines = _error_lines(strict.stderr)
     assert len(lines) == 1 and "chunk-000000.msgpack: frame 50" in lines[0] and "replay.strict" in lines[0], lines
     assert first.read_bytes() == damaged and not (run_dir / "replay" / "quarantine").exists()
+    # the checkpoint is restored before the replay is read: its fallback came first, with one warning
+    warnings = [line for line in strict.stderr.splitlines() if line.startswith("checkpoint step")]
+    assert len(warnings) == 1 and "checkpoint step 2 is unreadable" in warnings[0], strict.stderr[-3000:]
+    assert "restored step 1 instead" in warnings[0] and (run_dir / "checkpoints" / "unreadable-2").is_dir()
 
     # default: the chunk moves to replay/quarantine/, its 99 intact games are kept, the run goes on
     result = subprocess.run(_selfplay(tmp_path, "dmg", "--resume", "--set", "learner.max_steps=3"), cwd=ROOT,
@@ -88,6 +111,7 @@ def test_damaged_chunk_on_resume_is_set_aside_and_the_run_continues(tmp_path):
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["games_quarantined"] == 1 and summary["reloaded_games"] == 199
     assert summary["step"] == 3 and summary["actor_restarts"] == 0
+    assert summary["samples_trained"] == 3 * 128  # 128 from checkpoint 1, then 2 steps of 128
     assert (run_dir / "replay" / "quarantine" / first.name).read_bytes() == damaged
     kept = [r.game_id for r in chunks.read_chunk(first)]
     assert kept == [f"g{i}" for i in range(100) if i != 50]
