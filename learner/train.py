@@ -39,6 +39,7 @@ class Batch(Protocol):
     legal_actions: jax.Array  # [B, W] int32 pgx ids, -1 pads
     policy: jax.Array  # [B, W] pi over those moves
     z: jax.Array  # [B] outcome for the side to move
+    q: jax.Array | None  # [B] the search's root value for the side to move (needed when q_ratio > 0)
 
 
 def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
@@ -73,6 +74,17 @@ def legal_log_probs(policy_logits: jax.Array, legal_actions: jax.Array):
     return jax.nn.log_softmax(logits, axis=-1), legal_actions != slots.EMPTY
 
 
+def value_target(cfg: LearnerConfig, batch: Batch) -> jax.Array:
+    """[B] the value head's target: z, or z mixed with the search's root value q (less noisy than a
+    single game's result, and not a draw's 0 for every position of a drawn game)."""
+    z = jnp.asarray(batch.z).astype(jnp.float32)
+    if cfg.q_ratio == 0.0:
+        return z
+    if batch.q is None:
+        raise ValueError("learner.q_ratio > 0 needs batches with the search's root value q")
+    return (1.0 - cfg.q_ratio) * z + cfg.q_ratio * jnp.asarray(batch.q).astype(jnp.float32)
+
+
 def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch):
     """Scalar loss, (new batch_stats, metrics dict)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
@@ -80,7 +92,7 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     policy_loss = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1).mean()
     z = jnp.asarray(batch.z).astype(jnp.float32)
-    value_loss = jnp.mean((z - out.value.astype(jnp.float32)) ** 2)
+    value_loss = jnp.mean((value_target(cfg, batch) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,
                "policy_entropy": -jnp.sum(jnp.where(valid, jnp.exp(log_p) * log_p, 0.0), axis=-1).mean()}

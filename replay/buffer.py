@@ -135,7 +135,7 @@ class ReplayBuffer:
         """Uniform positions of the window as padded arrays (W = max_legal_actions):
 
         observation [B, *obs_shape], legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
-        z [B] float32 outcome for the side to move.
+        z [B] float32 outcome for the side to move, q [B] float32 the search's root value there.
         """
         if self._window_positions == 0:
             raise ValueError("the replay buffer is empty")
@@ -148,6 +148,7 @@ class ReplayBuffer:
         legal = np.full((batch_size, W), -1, np.int32)
         policy = np.zeros((batch_size, W), np.float32)
         z = np.zeros(batch_size, np.float32)
+        q = np.zeros(batch_size, np.float32)
         obs = []
         games = self._games
         for b, (gi, pos) in enumerate(zip(game_idx, flat)):
@@ -157,8 +158,9 @@ class ReplayBuffer:
             legal[b, : hi - lo] = g.legal_actions[lo:hi]
             policy[b, : hi - lo] = g.policy[lo:hi]
             z[b] = g.rewards[g.to_play[t]]
+            q[b] = g.root_value[t]
             obs.append(g.observation(t))
-        return TrainingBatch(observation=np.stack(obs), legal_actions=legal, policy=policy, z=z)
+        return TrainingBatch(observation=np.stack(obs), legal_actions=legal, policy=policy, z=z, q=q)
 
     def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""

@@ -20,6 +20,7 @@ class TrainingBatch(NamedTuple):
     legal_actions: np.ndarray  # [B, W] int32 pgx ids of the legal moves, -1 pads
     policy: np.ndarray  # [B, W] float32 search policy target pi over those moves (0 at pads)
     z: np.ndarray  # [B] float32 game outcome for the side to move, in {-1, 0, 1}
+    q: np.ndarray | None = None  # [B] float32 the search's root value for the side to move (None: not sampled)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -72,6 +72,22 @@ def test_loss_matches_hand_computation():
     np.testing.assert_allclose(loss, policy_loss + 2.25 + np.log(3.0), rtol=1e-5)
 
 
+def test_q_ratio_mixes_the_root_value_into_the_value_target():
+    net = FixedNet([[0.0, 0.0], [0.0, 0.0]], [0.5, 0.0])
+    batch = TrainingBatch(observation=jnp.zeros((2, 1)), legal_actions=jnp.array([[0, 1], [0, 1]]),
+                          policy=jnp.array([[0.5, 0.5], [0.5, 0.5]]), z=jnp.array([-1.0, 0.0]),
+                          q=jnp.array([0.6, -0.8]))
+    _, (_, m) = loss_and_metrics({}, {}, net, LearnerConfig(q_ratio=0.25), batch)
+    targets = 0.75 * np.array([-1.0, 0.0]) + 0.25 * np.array([0.6, -0.8])  # (-0.6, -0.2)
+    np.testing.assert_allclose(m["value_loss"], np.mean((targets - [0.5, 0.0]) ** 2), rtol=1e-6)
+    _, (_, m) = loss_and_metrics({}, {}, net, LearnerConfig(), batch)  # q_ratio 0: z alone
+    np.testing.assert_allclose(m["value_loss"], (1.5 ** 2 + 0.0) / 2, rtol=1e-6)
+    with pytest.raises(ValueError, match="root value q"):
+        loss_and_metrics({}, {}, net, LearnerConfig(q_ratio=0.5), batch._replace(q=None))
+    with pytest.raises(ValueError, match="q_ratio"):
+        LearnerConfig(q_ratio=1.5)
+
+
 def test_loss_decreases_on_a_fixed_batch():
     game, net, batch = ttt_setup()
     cfg = LearnerConfig(lr_values=(0.05,), lr_boundaries=(), batch_size=32)

@@ -185,6 +185,7 @@ def test_sample_matches_the_stored_positions(tmp_path):
         assert np.all(batch.legal_actions[b, 5:] == -1)
         np.testing.assert_allclose(batch.policy[b, :5], rec.policy[5 * t: 5 * t + 5])
         assert batch.z[b] == (1.0 if t % 2 == 0 else -1.0)
+        assert batch.q[b] == rec.root_value[t]  # the search's root value of that very position
     assert drawn == set(range(6))  # uniform over the window: every position comes up
 
 
