@@ -23,7 +23,9 @@ The loop repeats three steps over a `RunState` until a stop condition or Ctrl-C,
 from __future__ import annotations
 
 import dataclasses
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -107,7 +109,6 @@ def _actor_records(handles, timeout: float = 5.0) -> list[dict]:
     ...}; {} if unknown): the view ray.get_runtime_context() itself reads, no dashboard needed.
     Asked from a daemon thread: TimeoutError after `timeout` s (after Ctrl-C the GCS may be gone)."""
     import queue
-    import threading
 
     from ray._private import state
     answer: queue.Queue = queue.Queue()
@@ -171,7 +172,18 @@ def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
     else:
         ray.init(num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
                  object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
+    _stop_on_sigterm()
     return True
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (`kill`, a scheduler's preemption, `docker stop`) stops the run as Ctrl-C does: a
+    checkpoint at the step reached, exit 0. Installed after ray.init, whose own handler exits at once."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
 
 
 def _append_pgn(run_dir: Path, frame: bytes) -> None:

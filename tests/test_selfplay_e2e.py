@@ -218,11 +218,13 @@ def _checkpoint_steps(run_dir: Path) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("placement", ["driver", "actor"])
-def test_ctrl_c_checkpoints_the_last_step_and_resumes_exactly(tmp_path, placement):
-    """SIGINT to the run's process group (a terminal's Ctrl-C): exit 0, a final checkpoint at the
-    step reached (not only the last periodic one), and --resume continues from that step."""
-    name = f"ttt_int_{placement}"
+@pytest.mark.parametrize("placement,how", [("driver", "ctrl-c"), ("actor", "ctrl-c"), ("driver", "sigterm")])
+def test_ctrl_c_checkpoints_the_last_step_and_resumes_exactly(tmp_path, placement, how):
+    """SIGINT to the run's process group (a terminal's Ctrl-C), or SIGTERM to the driver alone (`kill`,
+    a scheduler's preemption; the run started in the background, SIGINT ignored, as `nohup ... &`
+    from a script does): exit 0, a final checkpoint at the step reached (not only the last periodic
+    one), and --resume continues from that step."""
+    name = f"ttt_int_{placement}_{how}"
     base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
             "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", f"name={name}",
             "--set", "learner.checkpoint_every=1000", "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1",
@@ -231,7 +233,8 @@ def test_ctrl_c_checkpoints_the_last_step_and_resumes_exactly(tmp_path, placemen
 
     def own_group_with_default_sigint():
         os.setsid()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a background parent may have ignored it
+        # A background parent may have ignored SIGINT: Ctrl-C needs it, SIGTERM must work without it.
+        signal.signal(signal.SIGINT, signal.SIG_DFL if how == "ctrl-c" else signal.SIG_IGN)
 
     proc = subprocess.Popen(base + ["--set", "learner.max_steps=100000", "--set", "log_every_seconds=1"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -242,7 +245,10 @@ def test_ctrl_c_checkpoints_the_last_step_and_resumes_exactly(tmp_path, placemen
             if " step " in line and int(line.split(" step ")[1].split()[0]) >= 30:
                 break
             assert time.monotonic() < deadline, "no training progress in time"
-        os.killpg(proc.pid, signal.SIGINT)
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.terminate()  # SIGTERM to the driver only
         out, _ = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
