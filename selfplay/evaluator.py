@@ -338,11 +338,12 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
         for p in fit.players:
             if not p.name.startswith("step-") and p.name != RANDOM and math.isfinite(p.rating):
                 ax.axhline(p.rating, lw=0.8, ls=":", color="tab:red")
-                ax.annotate(p.name, (x[0] if x else 0, p.rating), fontsize=7, color="tab:red")
+                ax.annotate(p.name, (0.99, p.rating), xycoords=("axes fraction", "data"), ha="right", va="bottom",
+                            fontsize=7, color="tab:red")  # right-aligned: the legend sits at the left
         ax.set_xlabel(label)
         ax.set_ylabel("Elo (95% interval)")
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=8, loc="upper left")
+    axes[0, 0].legend(fontsize=8, loc="best")
     hours = [scale * r.hours for r in reports]
     ax = axes[1, 0]
     for field, label in (("mates_search", "mate puzzles, search"), ("mates_policy", "mate puzzles, raw policy"),
