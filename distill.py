@@ -4,6 +4,7 @@
     python distill.py train    --config configs/distill_cpu.yaml --set data.target=bc train.out_dir=runs/distill/bc
     python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.net=runs/distill/bc
     python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.player=stockfish:nodes=500
+    python distill.py warm-start --config configs/distill_cpu.yaml   # the self-play ResNet, for init.network
 
 `train` writes the training state (train.out_dir/state/, resumable) and the student's network
 directory (train.out_dir/student/), which arena plays as `av:/sv:/bc:net=DIR` agents.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,12 +28,13 @@ def _annotate(cfg: DistillConfig) -> dict:
 
     a = cfg.annotate
     boards = sample_boards([data_file(p) for p in a.pgn], a.sampler, a.seed, a.max_boards)
-    out = annotate(boards, a.out_dir, engine_path=a.engine, workers=a.workers,
+    workers = a.workers or os.cpu_count() or 1
+    out = annotate(boards, a.out_dir, engine_path=a.engine, workers=workers,
                    nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
                    shard_size=a.shard_size)
     # one line per (resumed) run, beside the shards: what bench/distill.py reports as boards/minute
     with open(Path(a.out_dir) / "annotate_runs.jsonl", "a") as f:
-        f.write(json.dumps({**out, "workers": a.workers, "nodes_per_move": a.nodes_per_move,
+        f.write(json.dumps({**out, "workers": workers, "nodes_per_move": a.nodes_per_move,
                             "time_per_move": a.time_per_move}) + "\n")
     return out
 
@@ -46,7 +49,12 @@ def _evaluate(cfg: DistillConfig) -> dict:
     return evaluate(cfg)
 
 
-COMMANDS = {"annotate": _annotate, "train": _train, "evaluate": _evaluate}
+def _warm_start(cfg: DistillConfig) -> dict:
+    from distill.warm_start import warm_start
+    return warm_start(cfg)
+
+
+COMMANDS = {"annotate": _annotate, "train": _train, "evaluate": _evaluate, "warm-start": _warm_start}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,13 +36,14 @@ def bench_annotation(cfg, boards: int) -> dict:
     from distill.boards import sample_boards
 
     a = cfg.annotate
+    workers = a.workers or os.cpu_count() or 1
     todo = sample_boards([data_file(p) for p in a.pgn], a.sampler, seed=12345, max_boards=boards)
     with tempfile.TemporaryDirectory() as tmp:
-        out = annotate(todo, tmp, engine_path=a.engine, workers=a.workers,
+        out = annotate(todo, tmp, engine_path=a.engine, workers=workers,
                        nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
                        show_progress=False)
     return {"boards": out["new"], "seconds": round(out["seconds"], 2),
-            "boards_per_minute": round(out["boards_per_minute"], 1), "workers": a.workers,
+            "boards_per_minute": round(out["boards_per_minute"], 1), "workers": workers,
             "nodes_per_move": a.nodes_per_move, "time_per_move": a.time_per_move}
 
 

@@ -21,7 +21,7 @@ class AnnotateConfig:
     sampler: Sampler = "unique"  # "unique" (each FEN once) or "weighted" (also keep occurrence counts)
     max_boards: int = 20_000  # boards to annotate (games in seeded random order, whole games)
     seed: int = 0  # game order
-    workers: int = 1  # Stockfish processes (one thread each)
+    workers: int = 0  # Stockfish processes, one thread each (0: one per core, os.cpu_count())
     nodes_per_move: int = 500  # search nodes per legal move (0: use time_per_move)
     time_per_move: float = 0.0  # seconds per legal move (the paper: 0.05) when nodes_per_move is 0
     engine: str = ""  # Stockfish binary ("": $STOCKFISH_BIN, PATH, /usr/games/stockfish; see arena.engine_agent)
@@ -29,6 +29,8 @@ class AnnotateConfig:
 
     def __post_init__(self):
         check_choices(self)
+        if self.workers < 0 or self.max_boards < 0:
+            raise ValueError("annotate.workers >= 0 (0: one per core) and annotate.max_boards >= 0 required")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,12 +91,30 @@ class EvaluateConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class WarmStartConfig:
+    """`distill.py warm-start`: the self-play network family trained on data.records (distill/warm_start.py)."""
+
+    selfplay: str = "configs/chess_cpu.yaml"  # self-play preset whose network (and learner loss) is trained
+    out_dir: str = "runs/distill/warm_start"  # network/ (what selfplay's init.network reads), warm_start.json
+    batch_size: int = 256  # boards per step
+    learning_rate: float = 0.02  # SGD + momentum, as the self-play learner (constant)
+    max_steps: int = 4000  # training steps
+    max_seconds: float = 0.0  # stop after this wall time too (0: no limit)
+    policy_temperature: float = 0.0  # 0: one-hot on the best move; > 0: softmax(move win probs / T)
+    max_boards: int = 0  # training boards read (0: all of the train split)
+    log_every: int = 100  # steps between printed losses
+    progress: bool = True  # print the losses
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
 class DistillConfig:
     annotate: AnnotateConfig = AnnotateConfig()
     data: DataConfig = DataConfig()
     student: StudentConfig = StudentConfig()
     train: TrainConfig = TrainConfig()
     evaluate: EvaluateConfig = EvaluateConfig()
+    warm_start: WarmStartConfig = WarmStartConfig()
 
     def __post_init__(self):
         if self.student.family == "chessformer" and self.data.target == "av":

@@ -44,6 +44,15 @@ class EvaluationConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class InitConfig:
+    """Where a fresh run's network starts (a resumed run continues from its checkpoint instead)."""
+
+    # a network directory (`distill.py warm-start` writes one; a run's network/ is one): its weights,
+    # a fresh optimiser, the run's step 0; "" = random initialisation from `seed`
+    network: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class SelfPlayConfig:
     """Everything a self-play run needs; the resolved copy is saved as runs/<name>/config.yaml."""
 
@@ -52,6 +61,7 @@ class SelfPlayConfig:
     seed: int = 0  # seeds network init, actors' games and the learner's sampling
     runs_dir: str = "runs"  # parent directory of run directories
     network: NetworkConfig = NetworkConfig()  # the network (family + its hyper-parameters)
+    init: InitConfig = InitConfig()  # warm start: the weights a fresh run begins from
     search: SearchConfig = SearchConfig()  # the batched search actors play with
     actors: ActorConfig = ActorConfig()  # self-play actors
     replay: ReplayConfig = ReplayConfig()  # replay window and chunk files

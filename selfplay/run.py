@@ -212,14 +212,42 @@ def _on_this_node() -> dict:
     return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node, soft=False)}
 
 
+def initial_state(cfg: SelfPlayConfig, game, net) -> TrainState:
+    """The learner state of a fresh run: random weights from `seed`, or `init.network`'s weights
+    (warm start) with a fresh optimiser at step 0. These are the first parameters published."""
+    obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
+    variables = _init_variables(cfg) if cfg.init.network else None
+    return init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), variables)
+
+
+def _init_variables(cfg: SelfPlayConfig) -> dict:
+    where = f"init.network {cfg.init.network}"
+    try:
+        ckpt = network_checkpoint.load(cfg.init.network)
+    except (FileNotFoundError, ValueError) as e:
+        raise RunError(f"{where}: {e}") from None
+    if ckpt.game != cfg.game:
+        raise RunError(f"{where} plays {ckpt.game or 'no pgx game'}, this run plays {cfg.game}: "
+                       "warm-start from a network of this game")
+    same = lambda a, b: a.family == b.family and getattr(a, a.family) == getattr(b, b.family)
+    if not same(ckpt.config, cfg.network):
+        raise RunError(f"{where} is a {_shape(ckpt.config)}, the run's network a {_shape(cfg.network)}: "
+                       "set network.* as in its network.yaml, or warm-start a network of this shape")
+    return {"params": ckpt.variables["params"], "batch_stats": ckpt.variables.get("batch_stats", {})}
+
+
+def _shape(net: models.NetworkConfig) -> str:
+    sub = to_dict(net).get(net.family, {})
+    return f"{net.family} " + " ".join(f"{k}={v}" for k, v in sub.items())
+
+
 def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = None,
         show_progress: bool | None = None) -> RunSummary:
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
     run_dir = _prepare_run_dir(cfg, resume)
     game = games.make(cfg.game)
     net = models.make_network(cfg.network, game.spec)
-    obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
-    state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed))
+    state = initial_state(cfg, game, net)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
     meta = {"samples_trained": 0, "seconds_total": 0.0}
     restored = checkpointer.restore_latest(state) if resume else None

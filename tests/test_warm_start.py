@@ -1,0 +1,103 @@
+"""Warm start: annotated boards -> the self-play ResNet -> a network directory a run starts from."""
+from __future__ import annotations
+
+import chess
+import jax
+import numpy as np
+import pytest
+
+import games
+import models
+from configs.loader import load
+from distill.config import DistillConfig
+from distill.records import RecordStore, ShardWriter
+from distill.warm_start import load_boards, policy_target, warm_start
+from games.chess_bridge import fen_to_state, uci_to_pgx_action
+from selfplay.config import SelfPlayConfig
+from selfplay.run import RunError, initial_state
+
+# (FEN, the move the records call best): a mate in one for each side and two quiet positions
+BOARDS = [("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "a1a8"),
+          ("r5k1/5ppp/8/8/8/8/5PPP/6K1 b - - 0 1", "a8a1"),
+          (chess.STARTING_FEN, "e2e4"),
+          ("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1", "c7c5")]
+TINY = "game: chess\nnetwork:\n  family: resnet\n  resnet: {num_blocks: 1, filters: 8, value_hidden: 8}\n"
+
+
+def _records(path, copies: int = 1):
+    with ShardWriter(path) as w:
+        for c in range(copies):
+            for i, (fen, best) in enumerate(BOARDS):
+                moves = [m.uci() for m in chess.Board(fen).legal_moves]
+                values = [0.95 if m == best else 0.3 for m in moves]
+                w.write({"fen": fen, "game": f"g#{c}-{i}", "ply": 0, "moves": moves, "values": values,
+                         "value": 0.95})
+
+
+def test_policy_target_one_hot_and_softmax():
+    np.testing.assert_array_equal(policy_target(np.array([0.2, 0.9, 0.5]), 1, 0.0), [0, 1, 0])
+    p = policy_target(np.array([0.0, np.log(3.0) * 0.1]), 1, 0.1)  # exp(v / T) = 1 : 3
+    np.testing.assert_allclose(p, [0.25, 0.75], rtol=1e-6)
+
+
+def test_boards_hold_the_legal_moves_and_targets(tmp_path):
+    _records(tmp_path / "rec")
+    store = RecordStore(tmp_path / "rec")
+    width = games.make("chess").spec.max_legal_actions
+    b = load_boards(store, np.arange(len(store)), width, 0.0)
+    for row, (fen, best) in enumerate(BOARDS):
+        legal = set(np.flatnonzero(np.asarray(fen_to_state(fen).legal_action_mask)).tolist())
+        got = b.legal_actions[row][b.legal_actions[row] >= 0]
+        assert set(got.tolist()) == legal and len(got) == len(legal)  # python-chess == pgx moves
+        white = " w " in fen
+        assert got[b.best[row]] == uci_to_pgx_action(best, white)
+        assert b.policy[row, b.best[row]] == 1.0 and b.policy[row].sum() == 1.0
+    np.testing.assert_allclose(b.z, 0.9)  # win probability 0.95 -> 2 * 0.95 - 1
+
+
+@pytest.fixture(scope="module")
+def distilled(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("warm")
+    _records(tmp / "rec", copies=8)
+    (tmp / "tiny.yaml").write_text(TINY)
+    cfg = load(DistillConfig, None, [
+        f"data.records={tmp / 'rec'}", "data.test_fraction=0.25", f"warm_start.selfplay={tmp / 'tiny.yaml'}",
+        f"warm_start.out_dir={tmp / 'ws'}", "warm_start.batch_size=16", "warm_start.max_steps=150",
+        "warm_start.learning_rate=0.05", "warm_start.progress=false"])
+    return tmp, warm_start(cfg)
+
+
+def test_warm_start_learns_the_best_moves(distilled):
+    _, summary = distilled
+    assert summary["steps"] == 150 and summary["test"]["boards"] > 0
+    # the same four positions in every game: learnt, the mates and the openings alike
+    assert summary["train_sample"]["move_accuracy"] == 1.0
+    assert summary["test"]["move_accuracy"] == 1.0
+    assert summary["train_sample"]["value_mse"] < 0.1
+
+
+def test_a_run_starts_from_the_distilled_weights(distilled):
+    tmp, summary = distilled
+    saved = models.checkpoint.load(summary["network"])
+    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}"])
+    game = games.make("chess")
+    state = initial_state(cfg, game, models.make_network(cfg.network, game.spec))
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.params), saved.variables["params"])
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.batch_stats),
+                 saved.variables["batch_stats"])
+    assert int(state.step) == 0
+    fresh = initial_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), []), game,
+                          models.make_network(cfg.network, game.spec))
+    assert not np.array_equal(jax.tree.leaves(fresh.params)[0], jax.tree.leaves(state.params)[0])
+
+
+def test_a_network_of_another_shape_or_path_is_one_line(distilled):
+    tmp, summary = distilled
+    game = games.make("chess")
+    wider = load(SelfPlayConfig, str(tmp / "tiny.yaml"),
+                 [f"init.network={summary['network']}", "network.resnet.filters=16"])
+    with pytest.raises(RunError, match="filters=8.*filters=16"):
+        initial_state(wider, game, models.make_network(wider.network, game.spec))
+    missing = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={tmp / 'nowhere'}"])
+    with pytest.raises(RunError, match="init.network"):
+        initial_state(missing, game, models.make_network(missing.network, game.spec))
