@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -57,6 +58,15 @@ def _warm_start(cfg: DistillConfig) -> dict:
 COMMANDS = {"annotate": _annotate, "train": _train, "evaluate": _evaluate, "warm-start": _warm_start}
 
 
+def _stop_on_sigterm() -> None:
+    """`kill` stops a command as Ctrl-C does (engine workers terminated, finished boards kept); a
+    background job started from a script ignores SIGINT, so Ctrl-C alone cannot reach it."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=sorted(COMMANDS))
@@ -81,4 +91,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    _stop_on_sigterm()
     sys.exit(main())

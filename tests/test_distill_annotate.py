@@ -65,3 +65,41 @@ def test_parallel_workers_and_bad_engine(tmp_path, stockfish):
         annotate.annotate(_boards(), tmp_path / "x", engine_path="/nonexistent/sf", nodes_per_move=10)
     with pytest.raises(ValueError, match="nodes_per_move or time_per_move"):
         annotate.annotate(_boards(), tmp_path / "y")
+
+
+@pytest.mark.slow
+def test_sigterm_stops_annotation_keeping_boards_and_leaving_no_engine(tmp_path, stockfish):
+    """`kill` of a background annotate (SIGINT ignored, as `nohup ... &` from a script): exit 130,
+    the boards written are kept, no Stockfish or worker process is left behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "rec"
+    proc = subprocess.Popen(
+        [sys.executable, str(root / "distill.py"), "annotate", "--config", str(root / "configs/distill_cpu.yaml"),
+         "--set", f"annotate.out_dir={out}", "annotate.workers=2", "annotate.nodes_per_move=200", "annotate.max_boards=2000",
+         "annotate.pgn=[games/lichess_100_games_with_evals.pgn]"],
+        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: (os.setsid(), signal.signal(signal.SIGINT, signal.SIG_IGN)))
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out.exists() and len(list(records.iter_records(out))) >= 3):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    left = ["?"]
+    for _ in range(40):  # the workers, their engines and multiprocessing's tracker exit within seconds
+        left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        if not left:
+            break
+        time.sleep(0.5)
+    assert not left, subprocess.run(["ps", "-o", "pid,cmd", "-g", str(proc.pid)], capture_output=True,
+                                    text=True).stdout
+    kept = len(list(records.iter_records(out)))
+    assert kept >= 3
+    assert len(records.RecordStore(out)) == kept  # the index rebuilds over every board written
