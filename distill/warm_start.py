@@ -28,7 +28,7 @@ import numpy as np
 
 import games
 import models
-from configs.loader import load
+from configs.loader import load, to_dict
 from distill.dataset import best_move
 from distill.records import RecordStore
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
@@ -150,7 +150,8 @@ def warm_start(cfg) -> dict:
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
     out = Path(w.out_dir)
     metadata = {"warm_start": {"records": str(d.records), "steps": step, "train_boards": len(train),
-                               "policy_temperature": w.policy_temperature}}
+                               "policy_temperature": w.policy_temperature},
+                "search": to_dict(sp.search)}  # mcts:net= plays the preset's search, as a run's network
     network_checkpoint.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
     summary = {"network": str(out / "network"), "selfplay": w.selfplay, "steps": step,
                "seconds": time.time() - start, "load_seconds": load_seconds,

@@ -8,7 +8,7 @@ import pytest
 
 import games
 import models
-from configs.loader import load
+from configs.loader import load, to_dict
 from distill.config import DistillConfig
 from distill.records import RecordStore, ShardWriter
 from distill.warm_start import load_boards, policy_target, warm_start
@@ -86,6 +86,7 @@ def test_a_run_starts_from_the_distilled_weights(distilled):
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.batch_stats),
                  saved.variables["batch_stats"])
     assert int(state.step) == 0
+    assert saved.metadata["search"] == to_dict(cfg.search)  # mcts:net= plays the preset's search
     fresh = initial_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), []), game,
                           models.make_network(cfg.network, game.spec))
     assert not np.array_equal(jax.tree.leaves(fresh.params)[0], jax.tree.leaves(state.params)[0])
