@@ -9,6 +9,8 @@ preset's Stockfish limit (one engine worker, as the preset). Training: `--steps`
 preset's AV and BC students on the preset's records (steps/s after the first, compiling, step).
 Runs: the annotation runs of the preset's out_dir (`annotate_runs.jsonl`), every `*/train.json` (steps/s of the evidence trainings) and `eval_*.json` (written by
 `distill.py evaluate`: action accuracy, Kendall's tau, puzzle accuracy) under `--runs`.
+Training also reports the flops of one step (XLA's cost analysis), the achieved GFLOP/s, and that
+as a share of the machine's float32 matmul rate (`matmul_gflops_per_s`, a 2048^3 jitted matmul).
 Prints ONE JSON object.
 """
 from __future__ import annotations
@@ -60,6 +62,48 @@ def bench_training(cfg, target: str, steps: int) -> dict:
                                 "train_boards", "train_pairs")}
 
 
+def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:
+    """The machine's reference rate: a float32 [n, n] x [n, n] matmul (2 n^3 flops), jitted."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
+    mm = jax.jit(lambda x: x @ x)
+    mm(a).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = mm(a)
+    out.block_until_ready()
+    return 2 * n**3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def step_gflop(cfg, target: str) -> float:
+    """Flops of one training step of the preset's student (XLA's cost analysis of the compiled step)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from distill import dataset, student
+    from distill.records import RecordStore
+    from distill.train import _init_kwargs, make_optimizer, make_step
+    from models.network import make_model
+
+    net_cfg = student.network_config(cfg.student, target)
+    module = make_model(net_cfg)
+    params = module.init(jax.random.PRNGKey(0), **_init_kwargs(net_cfg, target))["params"]
+    tx = make_optimizer(cfg.train)
+    state = {"params": params, "ema": params, "opt_state": tx.init(params), "step": jnp.zeros((), jnp.int32)}
+    store = RecordStore(cfg.data.records)
+    examples = dataset.load_examples(store, store.split("train", cfg.data.test_fraction)[:200])
+    batch = dataset.sample_batch(examples, target, np.random.default_rng(0), cfg.train.batch_size,
+                                 net_cfg.family, cfg.data.sampler, cfg.data.bc_soft)
+    batch = {k: jnp.asarray(v) for k, v in batch.items()}
+    step = make_step(module, net_cfg, target, cfg.train.loss, tx, cfg.train.ema_decay)
+    cost = step.lower(state, batch).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return float(cost["flops"]) / 1e9
+
+
 def collect_reports(runs: Path) -> dict:
     keep = ("action_accuracy", "kendall_tau", "puzzle_accuracy", "boards", "tau_boards", "puzzles",
             "bands")
@@ -99,6 +143,12 @@ def main() -> None:
     if args.steps:
         if Path(cfg.data.records).is_dir():
             result["training"] = {t: bench_training(cfg, t, args.steps) for t in ("av", "bc")}
+            result["matmul_gflops_per_s"] = round(matmul_gflops(), 1)
+            for t, out in result["training"].items():
+                flops = step_gflop(cfg, t)
+                out["gflop_per_step"] = round(flops, 3)
+                out["gflops_per_s"] = round(flops * out["steps_per_second"], 1)
+                out["share_of_matmul_rate"] = round(out["gflops_per_s"] / result["matmul_gflops_per_s"], 3)
         else:
             result["training"] = {"skipped": f"no records at {cfg.data.records}: run distill.py annotate"}
     result["annotation_runs"] = collect_annotation_runs(Path(cfg.annotate.out_dir))
