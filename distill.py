@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 
@@ -29,13 +27,12 @@ def _annotate(cfg: DistillConfig) -> dict:
 
     a = cfg.annotate
     boards = sample_boards([data_file(p) for p in a.pgn], a.sampler, a.seed, a.max_boards)
-    workers = a.workers or os.cpu_count() or 1
-    out = annotate(boards, a.out_dir, engine_path=a.engine, workers=workers,
+    out = annotate(boards, a.out_dir, engine_path=a.engine, workers=a.num_workers,
                    nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
                    shard_size=a.shard_size)
     # one line per (resumed) run, beside the shards: what bench/distill.py reports as boards/minute
     with open(Path(a.out_dir) / "annotate_runs.jsonl", "a") as f:
-        f.write(json.dumps({**out, "workers": workers, "nodes_per_move": a.nodes_per_move,
+        f.write(json.dumps({**out, "workers": a.num_workers, "nodes_per_move": a.nodes_per_move,
                             "time_per_move": a.time_per_move}) + "\n")
     return out
 
@@ -56,15 +53,6 @@ def _warm_start(cfg: DistillConfig) -> dict:
 
 
 COMMANDS = {"annotate": _annotate, "train": _train, "evaluate": _evaluate, "warm-start": _warm_start}
-
-
-def _stop_on_sigterm() -> None:
-    """`kill` stops a command as Ctrl-C does (engine workers terminated, finished boards kept); a
-    background job started from a script ignores SIGINT, so Ctrl-C alone cannot reach it."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,5 +79,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    _stop_on_sigterm()
+    from configs.runtime import stop_on_sigterm
+    stop_on_sigterm()
     sys.exit(main())

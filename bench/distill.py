@@ -38,14 +38,13 @@ def bench_annotation(cfg, boards: int) -> dict:
     from distill.boards import sample_boards
 
     a = cfg.annotate
-    workers = a.workers or os.cpu_count() or 1
     todo = sample_boards([data_file(p) for p in a.pgn], a.sampler, seed=12345, max_boards=boards)
     with tempfile.TemporaryDirectory() as tmp:
-        out = annotate(todo, tmp, engine_path=a.engine, workers=workers,
+        out = annotate(todo, tmp, engine_path=a.engine, workers=a.num_workers,
                        nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
                        show_progress=False)
     return {"boards": out["new"], "seconds": round(out["seconds"], 2),
-            "boards_per_minute": round(out["boards_per_minute"], 1), "workers": workers,
+            "boards_per_minute": round(out["boards_per_minute"], 1), "workers": a.num_workers,
             "nodes_per_move": a.nodes_per_move, "time_per_move": a.time_per_move}
 
 
@@ -79,25 +78,22 @@ def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:
 
 def step_gflop(cfg, target: str) -> float:
     """Flops of one training step of the preset's student (XLA's cost analysis of the compiled step)."""
-    import jax
-    import jax.numpy as jnp
     import numpy as np
 
     from distill import dataset, student
     from distill.records import RecordStore
-    from distill.train import _init_kwargs, make_optimizer, make_step
+    from distill.train import _jnp, initial_state, make_optimizer, make_step
     from models.network import make_model
 
     net_cfg = student.network_config(cfg.student, target)
     module = make_model(net_cfg)
-    params = module.init(jax.random.PRNGKey(0), **_init_kwargs(net_cfg, target))["params"]
     tx = make_optimizer(cfg.train)
-    state = {"params": params, "ema": params, "opt_state": tx.init(params), "step": jnp.zeros((), jnp.int32)}
+    state = initial_state(module, net_cfg, target, tx, seed=0)
     store = RecordStore(cfg.data.records)
     examples = dataset.load_examples(store, store.split("train", cfg.data.test_fraction)[:200])
     batch = dataset.sample_batch(examples, target, np.random.default_rng(0), cfg.train.batch_size,
                                  net_cfg.family, cfg.data.sampler, cfg.data.bc_soft)
-    batch = {k: jnp.asarray(v) for k, v in batch.items()}
+    batch = _jnp(batch)
     step = make_step(module, net_cfg, target, cfg.train.loss, tx, cfg.train.ema_decay)
     cost = step.lower(state, batch).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost

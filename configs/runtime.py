@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 
@@ -24,3 +26,14 @@ def enable_compilation_cache(path: str | None = None) -> str:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return path
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (`kill`, a scheduler's preemption, `docker stop`) raises KeyboardInterrupt, so a command
+    stops as on Ctrl-C (checkpoint, engines closed, finished work kept). A background job started from
+    a script ignores SIGINT, so Ctrl-C alone cannot reach it. Main thread only (Python's rule)."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)

@@ -4,6 +4,7 @@ Choice fields are `Literal`s, checked when a config is built (from YAML or in co
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Literal
 
 from configs.loader import check_choices
@@ -31,6 +32,11 @@ class AnnotateConfig:
         check_choices(self)
         if self.workers < 0 or self.max_boards < 0:
             raise ValueError("annotate.workers >= 0 (0: one per core) and annotate.max_boards >= 0 required")
+
+    @property
+    def num_workers(self) -> int:
+        """Engine processes to start: `workers`, or one per core when it is 0."""
+        return self.workers or os.cpu_count() or 1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,6 +59,12 @@ def make_eval_loss(module, net_cfg, target: str, loss_kind: str):
         student.predict(module, net_cfg, {"params": params}, batch, target), batch, target, loss_kind))
 
 
+def initial_state(module, net_cfg, target: str, tx, seed: int) -> dict:
+    """A fresh training state {params, ema, opt_state, step} (what `state/` checkpoints hold)."""
+    params = module.init(jax.random.PRNGKey(seed), **_init_kwargs(net_cfg, target))["params"]
+    return {"params": params, "ema": params, "opt_state": tx.init(params), "step": jnp.zeros((), jnp.int32)}
+
+
 def _jnp(batch: dict) -> dict:
     return {k: jnp.asarray(v) for k, v in batch.items()}
 
@@ -77,10 +83,8 @@ def train(cfg) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
-    params = module.init(jax.random.PRNGKey(t.seed), **_init_kwargs(net_cfg, d.target))["params"]
     tx = make_optimizer(t)
-    state = {"params": params, "ema": params, "opt_state": tx.init(params),
-             "step": jnp.zeros((), jnp.int32)}
+    state = initial_state(module, net_cfg, d.target, tx, t.seed)
     manager = ocp.CheckpointManager(out / "state", options=ocp.CheckpointManagerOptions(max_to_keep=2))
     if manager.latest_step() is not None:
         state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(state))

@@ -23,7 +23,6 @@ The loop repeats three steps over a `RunState` until a stop condition or Ctrl-C,
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ import games
 import models
 from actors.selfplay_actor import SelfPlayActor
 from configs.loader import to_dict
+from configs.runtime import stop_on_sigterm
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
@@ -172,18 +172,8 @@ def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
     else:
         ray.init(num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
                  object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
-    _stop_on_sigterm()
+    stop_on_sigterm()  # after ray.init, whose own handler exits at once
     return True
-
-
-def _stop_on_sigterm() -> None:
-    """SIGTERM (`kill`, a scheduler's preemption, `docker stop`) stops the run as Ctrl-C does: a
-    checkpoint at the step reached, exit 0. Installed after ray.init, whose own handler exits at once."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
 
 
 def _append_pgn(run_dir: Path, frame: bytes) -> None:
@@ -212,11 +202,12 @@ def _on_this_node() -> dict:
     return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node, soft=False)}
 
 
-def initial_state(cfg: SelfPlayConfig, game, net) -> TrainState:
+def initial_state(cfg: SelfPlayConfig, game, net, warm_start: bool = True) -> TrainState:
     """The learner state of a fresh run: random weights from `seed`, or `init.network`'s weights
-    (warm start) with a fresh optimiser at step 0. These are the first parameters published."""
+    (warm start) with a fresh optimiser at step 0. These are the first parameters published.
+    `warm_start=False` (a resume, whose checkpoint replaces them) skips reading init.network."""
     obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
-    variables = _init_variables(cfg) if cfg.init.network else None
+    variables = _init_variables(cfg) if cfg.init.network and warm_start else None
     return init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), variables)
 
 
@@ -247,7 +238,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     run_dir = _prepare_run_dir(cfg, resume)
     game = games.make(cfg.game)
     net = models.make_network(cfg.network, game.spec)
-    state = initial_state(cfg, game, net)
+    state = initial_state(cfg, game, net, warm_start=not resume)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
     meta = {"samples_trained": 0, "seconds_total": 0.0}
     restored = checkpointer.restore_latest(state) if resume else None
