@@ -23,10 +23,13 @@ from distill.config import DistillConfig
 def _annotate(cfg: DistillConfig) -> dict:
     from configs.paths import data_file
     from distill.annotate import annotate
-    from distill.boards import sample_boards
+    from distill.boards import puzzle_ids, sample_boards
 
     a = cfg.annotate
-    boards = sample_boards([data_file(p) for p in a.pgn], a.sampler, a.seed, a.max_boards)
+    sources = [data_file(p) for p in (*a.pgn, *a.positions)]
+    held_out = puzzle_ids(data_file(cfg.evaluate.puzzles)) if any(s.suffix == ".csv" for s in sources) else frozenset()
+    boards = sample_boards(sources, a.sampler, a.seed, a.max_boards, exclude_puzzles=held_out)
+    print(f"annotate: {len(boards)} boards from {len(sources)} sources", file=sys.stderr)
     out = annotate(boards, a.out_dir, engine_path=a.engine, workers=a.num_workers,
                    nodes_per_move=a.nodes_per_move, time_per_move=a.time_per_move,
                    shard_size=a.shard_size)

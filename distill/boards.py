@@ -1,4 +1,8 @@
-"""Boards from PGN games, and the samplers that pick which boards to annotate.
+"""Boards from PGN games, EPD position files (opening books) and Lichess puzzle CSVs, and the samplers
+that pick which boards to annotate.
+
+Each source is cut into units that train/test splits keep whole: a PGN game, one EPD position, one
+puzzle (its start and every board along its solution line).
 
 `unique` (the paper's sampler) keeps each FEN once, at its first occurrence; `weighted` keeps the same
 boards but remembers how often each occurred (`count`), so training can sample the natural
@@ -6,6 +10,7 @@ distribution. Boards with no legal move (mate, stalemate) are skipped: they have
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
 import random
 from pathlib import Path
@@ -55,17 +60,93 @@ def game_boards(game_id: str, game: chess.pgn.Game) -> Iterator[GameBoard]:
         yield GameBoard(game_id, ply, board.fen())
 
 
+def epd_boards(path: str | Path) -> Iterator[tuple[str, list[GameBoard]]]:
+    """(unit id, [board]) for every position of an EPD file (an opening book: FEN and opcodes)."""
+    path = Path(path)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for index, line in enumerate(f):
+            if not line.strip():
+                continue
+            try:
+                board = _position(line.strip())
+            except ValueError as e:
+                raise ValueError(f"{path} line {index + 1}: unreadable EPD ({e})") from None
+            if any(True for _ in board.legal_moves):
+                unit = f"{path.name}#{index}"
+                yield unit, [GameBoard(unit, 0, board.fen())]
+
+
+def _position(line: str) -> chess.Board:
+    """An EPD line (4 fields and opcodes) or a full FEN (opening books ship both)."""
+    fields = line.split()
+    if len(fields) == 6 and fields[4].isdigit() and fields[5].isdigit():
+        return chess.Board(line)
+    return chess.Board.from_epd(line)[0]
+
+
+def puzzle_boards(path: str | Path, exclude_ids: frozenset[str] = frozenset()
+                  ) -> Iterator[tuple[str, list[GameBoard]]]:
+    """(unit id, boards) for every Lichess puzzle (CSV: PuzzleId, FEN, Moves, ...) not in
+    `exclude_ids`: the board after the opponent's first move and every board along the solution."""
+    path = Path(path)
+    with open(path, encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["PuzzleId"] in exclude_ids:
+                continue
+            unit = f"{path.name}#{row['PuzzleId']}"
+            try:
+                board = chess.Board(row["FEN"])
+                moves = [chess.Move.from_uci(m) for m in row["Moves"].split()]
+                board.push(moves[0])  # the opponent's move that sets the puzzle
+                out = []
+                for ply, move in enumerate(moves[1:]):
+                    out.append(GameBoard(unit, ply, board.fen()))
+                    board.push(move)
+            except (ValueError, IndexError, AssertionError) as e:
+                raise ValueError(f"{path} puzzle {row['PuzzleId']}: unreadable ({e})") from None
+            yield unit, out
+
+
+def puzzle_ids(path: str | Path) -> frozenset[str]:
+    """The PuzzleIds of a Lichess puzzle CSV (to keep an evaluation set out of the training data)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return frozenset(row["PuzzleId"] for row in csv.DictReader(f))
+
+
+def read_units(paths: Iterable[str | Path], exclude_puzzles: frozenset[str] = frozenset()
+               ) -> Iterator[tuple[str, list[GameBoard]]]:
+    """(unit id, boards) of every source, by suffix: .pgn games, .epd positions, .csv puzzles."""
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"board source {path} not found")
+        suffix = path.suffix.lower()
+        if suffix == ".pgn":
+            for game_id, game in read_games([path]):
+                yield game_id, list(game_boards(game_id, game))
+        elif suffix == ".epd":
+            yield from epd_boards(path)
+        elif suffix == ".csv":
+            yield from puzzle_boards(path, exclude_puzzles)
+        else:
+            raise ValueError(f"board source {path}: unknown kind (use .pgn games, .epd positions or "
+                             ".csv Lichess puzzles)")
+
+
 def sample_boards(paths: Iterable[str | Path], sampler: str = "unique", seed: int = 0,
-                  max_boards: int | None = None) -> list[GameBoard]:
-    """Boards of all games, games in a seeded random order (so a `max_boards` prefix spans many
-    games), each FEN once. `sampler`: "unique" (count=1) or "weighted" (count = occurrences)."""
+                  max_boards: int | None = None, exclude_puzzles: frozenset[str] = frozenset()
+                  ) -> list[GameBoard]:
+    """Boards of all sources (PGN games, EPD positions, puzzle lines), units in a seeded random
+    order (so a `max_boards` prefix spans many games and every source), each FEN once.
+    `sampler`: "unique" (count=1) or "weighted" (count = occurrences). Puzzles whose id is in
+    `exclude_puzzles` (an evaluation set) are left out."""
     if sampler not in ("unique", "weighted"):
         raise ValueError(f"unknown sampler {sampler!r} (use 'unique' or 'weighted')")
-    games = list(read_games(paths))
-    random.Random(seed).shuffle(games)
+    units = list(read_units(paths, exclude_puzzles))
+    random.Random(seed).shuffle(units)
     seen: dict[str, GameBoard] = {}
-    for game_id, game in games:
-        for gb in game_boards(game_id, game):
+    for _, unit_boards in units:
+        for gb in unit_boards:
             if gb.fen in seen:
                 seen[gb.fen].count += 1
             elif max_boards is None or len(seen) < max_boards:

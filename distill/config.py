@@ -18,6 +18,9 @@ class AnnotateConfig:
     pgn: tuple[str, ...] = ("games/lichess_user_export_3970.pgn",
                             "games/tcec_superfinals_s10-s13_400.pgn",
                             "games/lichess_100_games_with_evals.pgn")  # PGNs, relative to the data dir
+    # more boards: EPD files (opening books: each position) and Lichess puzzle CSVs (each board along
+    # the solution; puzzles of evaluate.puzzles are left out so the student is not tested on them)
+    positions: tuple[str, ...] = ()
     out_dir: str = "runs/distill/annotations"  # record shards go here (git-ignored runs/)
     sampler: Sampler = "unique"  # "unique" (each FEN once) or "weighted" (also keep occurrence counts)
     max_boards: int = 20_000  # boards to annotate (games in seeded random order, whole games)
@@ -73,7 +76,7 @@ class TrainConfig:
     learning_rate: float = 1e-4  # Adam (paper: 1e-4 main, 4e-4 ablation)
     batch_size: int = 256  # examples per step (AV: board-move pairs)
     max_steps: int = 2000  # training steps
-    max_seconds: float = 0.0  # stop after this wall time too (0: no time limit)
+    max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sittings (0: no limit)
     grad_clip: float = 1.0  # global-norm gradient clipping
     ema_decay: float = 0.99  # Polyak averaging of parameters, used for evaluation
     checkpoint_every: int = 500  # steps between saves of the training state (resume continues from the last)

@@ -89,6 +89,7 @@ def train(cfg) -> dict:
     if manager.latest_step() is not None:
         state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(state))
     start_step = int(state["step"])
+    spent = _clock(out, start_step)  # wall seconds of earlier sittings: max_seconds is the whole run's budget
     step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay)
     eval_loss = make_eval_loss(module, net_cfg, d.target, t.loss)
     rng = np.random.default_rng([t.seed, start_step])  # a resumed run draws fresh batches
@@ -101,7 +102,7 @@ def train(cfg) -> dict:
                TimeElapsedColumn(), TextColumn("loss {task.fields[loss]}")]
     with Progress(*columns, disable=not t.progress) as progress:
         task = progress.add_task("train", total=t.max_steps, completed=start_step, loss="-")
-        while step < t.max_steps and not (t.max_seconds and time.time() - start > t.max_seconds):
+        while step < t.max_steps and not (t.max_seconds and spent + time.time() - start > t.max_seconds):
             state, loss = step_fn(state, _jnp(sample(train_ex)))
             step += 1
             if step == start_step + 1:  # steps/s excludes the first step (jit compilation)
@@ -116,12 +117,14 @@ def train(cfg) -> dict:
                 progress.update(task, completed=step, loss=f"{loss:.4f}")
             if step % t.checkpoint_every == 0:
                 manager.save(step, args=ocp.args.StandardSave(state))
+                _save_clock(out, step, spent + time.time() - start)
     jax.block_until_ready(state)
     seconds = time.time() - start
     steps_per_second = (step - compiled_step) / max(time.time() - compiled_at, 1e-9)
     if manager.latest_step() != step:
         manager.save(step, args=ocp.args.StandardSave(state))
     manager.wait_until_finished()
+    _save_clock(out, step, spent + seconds)
     test_loss = None
     if len(test_ex):
         test_loss = float(np.mean([eval_loss(state["ema"], _jnp(sample(test_ex))) for _ in range(4)]))
@@ -131,13 +134,28 @@ def train(cfg) -> dict:
                 "steps": step, "records": str(d.records)}
     model_checkpoint.save(out / STUDENT_DIR, net_cfg, {"params": state["ema"]}, metadata=metadata)
     summary = {"target": d.target, "family": net_cfg.family, "steps": step,
-               "new_steps": step - start_step, "seconds": seconds,
+               "new_steps": step - start_step, "seconds": seconds, "total_seconds": spent + seconds,
                "steps_per_second": steps_per_second, "examples_per_second": steps_per_second * t.batch_size,
                "train_boards": len(train_ex), "train_pairs": int(len(train_ex.pair_board)),
                "final_train_loss": losses[-1] if losses else None, "test_loss_ema": test_loss,
                "batch_size": t.batch_size, "student": str(out / STUDENT_DIR)}
     (out / "train.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _clock(out: Path, step: int) -> float:
+    """Training seconds spent up to checkpoint `step` by earlier sittings (0 for a fresh run)."""
+    path = out / "clock.json"
+    if step == 0 or not path.exists():
+        return 0.0
+    # written right after each checkpoint: a crash between the two leaves it one checkpoint behind
+    return float(json.loads(path.read_text())["seconds"])
+
+
+def _save_clock(out: Path, step: int, seconds: float) -> None:
+    tmp = out / "clock.json.tmp"
+    tmp.write_text(json.dumps({"step": step, "seconds": seconds}))
+    tmp.replace(out / "clock.json")
 
 
 def _init_kwargs(net_cfg, target: str) -> dict:

@@ -83,7 +83,7 @@ def test_sigterm_stops_annotation_keeping_boards_and_leaving_no_engine(tmp_path,
     proc = subprocess.Popen(
         [sys.executable, str(root / "distill.py"), "annotate", "--config", str(root / "configs/distill_cpu.yaml"),
          "--set", f"annotate.out_dir={out}", "annotate.workers=2", "annotate.nodes_per_move=200", "annotate.max_boards=2000",
-         "annotate.pgn=[games/lichess_100_games_with_evals.pgn]"],
+         "annotate.pgn=[games/lichess_100_games_with_evals.pgn]", "annotate.positions=[]"],
         cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: (os.setsid(), signal.signal(signal.SIGINT, signal.SIG_IGN)))
     deadline = time.time() + 120

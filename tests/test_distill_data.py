@@ -103,6 +103,36 @@ def test_unique_sampler_removes_duplicates_and_weighted_counts(tmp_path):
         boards.sample_boards([tmp_path / "missing.pgn"])
 
 
+PUZZLES = """PuzzleId,FEN,Moves,Rating,Themes
+p1,6k1/5ppp/8/8/8/8/5PPP/3R2K1 b - - 0 1,g8f8 d1d8,600,mateIn1
+p2,r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR b KQkq - 3 3,g8f6 f3f7,700,mateIn1
+"""
+
+
+def test_epd_positions_and_puzzle_lines_are_units_and_evaluation_puzzles_stay_out(tmp_path):
+    epd = tmp_path / "book.epd"
+    epd.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - hmvc 0; fmvn 1;\n\n"
+                   "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3\n")  # full FENs too
+    csv_path = tmp_path / "puzzles.csv"
+    csv_path.write_text(PUZZLES)
+    units = dict(boards.read_units([epd, csv_path]))
+    assert [len(b) for b in units.values()] == [1, 1, 1, 1]
+    assert units["book.epd#0"][0].fen == "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    assert units["book.epd#2"][0].fen.endswith(" w KQkq - 2 3")
+    # a puzzle's boards: after the opponent's setup move, before each solution move (python-chess replay)
+    b = chess.Board("6k1/5ppp/8/8/8/8/5PPP/3R2K1 b - - 0 1")
+    b.push_uci("g8f8")
+    assert units["puzzles.csv#p1"][0].fen == b.fen() and units["puzzles.csv#p1"][0].game == "puzzles.csv#p1"
+    kept = boards.sample_boards([epd, csv_path], exclude_puzzles=boards.puzzle_ids(csv_path) - {"p2"})
+    assert sorted(gb.game for gb in kept) == ["book.epd#0", "book.epd#2", "puzzles.csv#p2"]
+    (tmp_path / "bad.epd").write_text("not a position\n")
+    with pytest.raises(ValueError, match="bad.epd line 1"):
+        list(boards.read_units([tmp_path / "bad.epd"]))
+    (tmp_path / "x.txt").write_text("")
+    with pytest.raises(ValueError, match="unknown kind"):
+        list(boards.read_units([tmp_path / "x.txt"]))
+
+
 def _rec(i, game="g#0"):
     return {"fen": f"fen{i}", "game": game, "ply": i, "moves": ["e2e4", "d2d4"],
             "values": [0.5, 0.25 + i / 1000], "value": 0.5}

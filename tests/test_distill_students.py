@@ -179,6 +179,11 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     assert first["steps"] == 6 and first["final_train_loss"] > 0
     resumed = train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=8)))
     assert resumed["steps"] == 8 and resumed["new_steps"] == 2  # resumed from the step-6 state
+    assert resumed["total_seconds"] >= first["seconds"] + resumed["seconds"] - 1e-6
+    # max_seconds is the run's budget over all sittings: one already spent trains no further
+    spent = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=20,
+                                                               max_seconds=first["seconds"] / 2))
+    assert train.train(spent)["new_steps"] == 0
     assert (tmp_path / "av" / "tb").is_dir()
     report = evaluate(cfg, show_progress=False)
     for key in ("action_accuracy", "kendall_tau", "puzzle_accuracy", "bands", "boards", "puzzles"):
