@@ -90,7 +90,11 @@ def puzzle_boards(path: str | Path, exclude_ids: frozenset[str] = frozenset()
     `exclude_ids`: the board after the opponent's first move and every board along the solution."""
     path = Path(path)
     with open(path, encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
+        reader = csv.DictReader(f)
+        missing = {"PuzzleId", "FEN", "Moves"} - set(reader.fieldnames or ())
+        if missing:
+            raise ValueError(f"{path}: not a Lichess puzzle CSV (no {', '.join(sorted(missing))} column)")
+        for row in reader:
             if row["PuzzleId"] in exclude_ids:
                 continue
             unit = f"{path.name}#{row['PuzzleId']}"

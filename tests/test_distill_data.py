@@ -128,6 +128,9 @@ def test_epd_positions_and_puzzle_lines_are_units_and_evaluation_puzzles_stay_ou
     (tmp_path / "bad.epd").write_text("not a position\n")
     with pytest.raises(ValueError, match="bad.epd line 1"):
         list(boards.read_units([tmp_path / "bad.epd"]))
+    (tmp_path / "games.csv").write_text("white,black\n")
+    with pytest.raises(ValueError, match="not a Lichess puzzle CSV"):
+        list(boards.read_units([tmp_path / "games.csv"]))
     (tmp_path / "x.txt").write_text("")
     with pytest.raises(ValueError, match="unknown kind"):
         list(boards.read_units([tmp_path / "x.txt"]))

@@ -114,7 +114,8 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
     cluster.wait_for_nodes()
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
                [f"runs_dir={tmp_path}", "name=ttt", "actors.num_actors=2", "actors.num_cpus=1",
-                "actors.games_per_actor=32", "learner.placement=actor", "learner.num_cpus=0"])
+                "actors.games_per_actor=32", "learner.placement=actor", "learner.num_cpus=0",
+                "evaluation.enabled=false"])  # the evaluator has its own tests; here it would only slow CI
     try:
         ray.init(address=cluster.address)
         summary = run(cfg, ray_address=cluster.address, show_progress=False)
@@ -169,7 +170,8 @@ def test_kill_dash_nine_then_resume_keeps_games_and_step(tmp_path):
     run_dir = tmp_path / "ttt_kill"
     base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
             "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", "name=ttt_kill",
-            "--set", "learner.checkpoint_every=20", "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1"]
+            "--set", "learner.checkpoint_every=20", "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1",
+            "--set", "evaluation.enabled=false"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(base + ["--set", "learner.max_steps=100000"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -229,7 +231,9 @@ def test_ctrl_c_checkpoints_the_last_step_and_resumes_exactly(tmp_path, placemen
     base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
             "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", f"name={name}",
             "--set", "learner.checkpoint_every=1000", "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1",
-            "--set", f"learner.placement={placement}", "--set", "learner.num_cpus=0"]
+            "--set", f"learner.placement={placement}", "--set", "learner.num_cpus=0",
+            # the evaluator stops with the run in one variant (its games and compile slow the other)
+            "--set", f"evaluation.enabled={'true' if how == 'sigterm' else 'false'}"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
 
     def own_group_with_default_sigint():
