@@ -165,109 +165,118 @@ def _check_records_replay_exactly(run_dir: Path, n: int = 30) -> None:
         np.testing.assert_array_equal(np.asarray(state.rewards[0]), record.rewards)
 
 
-@pytest.mark.slow
-def test_kill_dash_nine_then_resume_keeps_games_and_step(tmp_path):
-    run_dir = tmp_path / "ttt_kill"
-    base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
-            "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", "name=ttt_kill",
-            "--set", "learner.checkpoint_every=20", "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1",
-            "--set", "evaluation.enabled=false"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(base + ["--set", "learner.max_steps=100000"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 150
-        while time.monotonic() < deadline:
-            steps = [int(p.name) for p in (run_dir / "checkpoints").glob("[0-9]*") if p.name.isdigit()] if (run_dir / "checkpoints").exists() else []
-            if steps and max(steps) >= 40:
-                break
-            assert proc.poll() is None, "self-play exited early"
-            time.sleep(1)
-        else:
-            pytest.fail("no checkpoint at step >= 40 in time")
-    finally:
-        # kill -9 the whole run: the driver, Ray's daemons (its process group) and the Ray workers
-        # (own process groups, children of the raylet), all at once.
-        import psutil
-        workers = psutil.Process(proc.pid).children(recursive=True)
-        os.killpg(proc.pid, signal.SIGKILL)
-        for w in workers:
-            try:
-                w.kill()
-            except psutil.NoSuchProcess:
-                pass
-        proc.wait()
-        psutil.wait_procs(workers, timeout=10)
-    before = _games_on_disk(run_dir)
-    last_step = max(int(p.name) for p in (run_dir / "checkpoints").glob("[0-9]*") if p.name.isdigit())
-    assert len(before) > 0
-    result = subprocess.run(base + ["--resume", "--set", f"learner.max_steps={last_step + 20}"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=240)
-    assert result.returncode == 0, result.stderr[-2000:]
-    import json
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["reloaded_games"] == len(before)
-    assert summary["step"] == last_step + 20  # the step counter continued from the checkpoint
-    after = _games_on_disk(run_dir)
-    assert after[: len(before)] == before  # every game written before the kill is still there
-    assert len(after) >= len(before)
-    _check_records_replay_exactly(run_dir)
-
-
 def _checkpoint_steps(run_dir: Path) -> list[int]:
     ckpts = run_dir / "checkpoints"
     return sorted(int(p.name) for p in ckpts.glob("[0-9]*") if p.name.isdigit()) if ckpts.exists() else []
 
 
-@pytest.mark.slow
-# Ctrl-C with the learner in a Ray actor, SIGTERM with it in the driver: both stop paths, both placements
-@pytest.mark.parametrize("placement,how", [("actor", "ctrl-c"), ("driver", "sigterm")])
-def test_ctrl_c_checkpoints_the_last_step_and_resumes_exactly(tmp_path, placement, how):
-    """SIGINT to the run's process group (a terminal's Ctrl-C), or SIGTERM to the driver alone (`kill`,
-    a scheduler's preemption; the run started in the background, SIGINT ignored, as `nohup ... &`
-    from a script does): exit 0, a final checkpoint at the step reached (not only the last periodic
-    one), and --resume continues from that step."""
-    name = f"ttt_int_{placement}_{how}"
-    base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
-            "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", f"name={name}",
-            "--set", "learner.checkpoint_every=1000", "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1",
-            "--set", f"learner.placement={placement}", "--set", "learner.num_cpus=0",
-            # the evaluator stops with the run in one variant (its games and compile slow the other)
-            "--set", f"evaluation.enabled={'true' if how == 'sigterm' else 'false'}"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-
-    def own_group_with_default_sigint():
+def _start(base: list[str], *overrides: str, how: str = "") -> subprocess.Popen:
+    """selfplay.py in its own process group, progress lines every second on stdout. `how`: "ctrl-c"
+    (SIGINT at its default, as in a terminal), "sigterm" (SIGINT ignored, as `nohup ... &` from a
+    script leaves it: only SIGTERM can stop it), "" (either)."""
+    def own_group():
         os.setsid()
-        # A background parent may have ignored SIGINT: Ctrl-C needs it, SIGTERM must work without it.
-        signal.signal(signal.SIGINT, signal.SIG_DFL if how == "ctrl-c" else signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if how == "sigterm" else signal.SIG_DFL)
 
-    proc = subprocess.Popen(base + ["--set", "learner.max_steps=100000", "--set", "log_every_seconds=1"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            preexec_fn=own_group_with_default_sigint)
+    cmd = base + ["--set", "learner.max_steps=100000", "--set", "log_every_seconds=1"]
+    for o in overrides:
+        cmd += ["--set", o]
+    return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, preexec_fn=own_group)
+
+
+def _wait_for_step(proc: subprocess.Popen, step: int, timeout: float = 150) -> None:
+    deadline = time.monotonic() + timeout
+    for line in proc.stdout:  # progress lines: "[   12s] games ... step N ..."
+        if " step " in line and int(line.split(" step ")[1].split()[0]) >= step:
+            return
+        assert time.monotonic() < deadline, f"no step {step} in time"
+    pytest.fail(f"self-play exited before step {step}")
+
+
+def _kill_dash_nine(proc: subprocess.Popen) -> None:
+    """kill -9 of the whole run: the driver, Ray's daemons (its process group) and the Ray workers
+    (own process groups, children of the raylet), all at once."""
+    import psutil
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    os.killpg(proc.pid, signal.SIGKILL)
+    for w in workers:
+        try:
+            w.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait()
+    psutil.wait_procs(workers, timeout=10)
+
+
+def _stopped_summary(proc: subprocess.Popen, how: str) -> dict:
+    """Ctrl-C (SIGINT to the process group) or SIGTERM (to the driver alone); the run's JSON summary."""
+    import json
     try:
-        deadline = time.monotonic() + 150
-        for line in proc.stdout:  # progress lines: "[   12s] games ... step N ..."
-            if " step " in line and int(line.split(" step ")[1].split()[0]) >= 30:
-                break
-            assert time.monotonic() < deadline, "no training progress in time"
         if how == "ctrl-c":
             os.killpg(proc.pid, signal.SIGINT)
         else:
-            proc.terminate()  # SIGTERM to the driver only
+            proc.terminate()
         out, _ = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
+    """One run through every way a run stops, each followed by --resume:
+    1. kill -9 of everything (learner in a Ray actor): the games written and the last periodic
+       checkpoint survive; the resumed run reloads every game and continues the step counter;
+    2. Ctrl-C of the resumed run (a terminal's SIGINT to the process group): exit 0 and a final
+       checkpoint at the step reached, not only the last periodic one;
+    3. resumed with the learner in the driver and the evaluator on, stopped by SIGTERM to the driver
+       alone (`kill`, a scheduler's preemption; SIGINT ignored as in a background job): the same;
+    4. the last resume runs to max_steps exactly; every stored game replays under pgx."""
     import json
-    summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["stop_reason"] == "interrupted"
-    run_dir = tmp_path / name
-    assert _checkpoint_steps(run_dir)[-1] == summary["step"] >= 30  # saved at Ctrl-C (periodic: every 1000)
-    assert summary["samples_trained"] == summary["step"] * 128  # the preset's batch
-    result = subprocess.run(base + ["--resume", "--set", f"learner.max_steps={summary['step'] + 10}"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=240)
+    run_dir = tmp_path / "ttt_stops"
+    base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
+            "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", "name=ttt_stops",
+            "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1", "--set", "learner.num_cpus=0"]
+    actor_no_eval = ["learner.placement=actor", "evaluation.enabled=false"]
+
+    proc = _start(base, "learner.checkpoint_every=20", *actor_no_eval)
+    try:
+        deadline = time.monotonic() + 150
+        while not (_checkpoint_steps(run_dir) and _checkpoint_steps(run_dir)[-1] >= 40):
+            assert proc.poll() is None, "self-play exited early"
+            assert time.monotonic() < deadline, "no checkpoint at step >= 40 in time"
+            time.sleep(1)
+    finally:
+        _kill_dash_nine(proc)
+    killed_games = _games_on_disk(run_dir)
+    killed_step = _checkpoint_steps(run_dir)[-1]
+    assert len(killed_games) > 0
+
+    # periodic checkpoints every 1000 steps from here: a checkpoint at the stop step is the stop's own
+    proc = _start(base + ["--resume"], "learner.checkpoint_every=1000", *actor_no_eval, how="ctrl-c")
+    _wait_for_step(proc, killed_step + 10)
+    after_ctrl_c = _stopped_summary(proc, "ctrl-c")
+    assert after_ctrl_c["stop_reason"] == "interrupted"
+    assert after_ctrl_c["reloaded_games"] == len(killed_games)  # every game written before the kill
+    assert _games_on_disk(run_dir)[:len(killed_games)] == killed_games
+    assert _checkpoint_steps(run_dir)[-1] == after_ctrl_c["step"] >= killed_step + 10
+    assert after_ctrl_c["samples_trained"] == after_ctrl_c["step"] * 128  # the preset's batch
+
+    proc = _start(base + ["--resume"], "learner.checkpoint_every=1000", "learner.placement=driver",
+                  "evaluation.enabled=true", how="sigterm")
+    _wait_for_step(proc, after_ctrl_c["step"] + 10)
+    after_sigterm = _stopped_summary(proc, "sigterm")
+    assert after_sigterm["stop_reason"] == "interrupted"
+    assert _checkpoint_steps(run_dir)[-1] == after_sigterm["step"] >= after_ctrl_c["step"] + 10
+
+    result = subprocess.run(base + ["--resume", "--set", f"learner.max_steps={after_sigterm['step'] + 10}",
+                                    "--set", "evaluation.enabled=false"],
+                            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                            text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-2000:]
-    resumed = json.loads(result.stdout.strip().splitlines()[-1])
-    assert resumed["step"] == summary["step"] + 10
-    assert resumed["samples_trained"] == resumed["step"] * 128
+    last = json.loads(result.stdout.strip().splitlines()[-1])
+    assert last["step"] == after_sigterm["step"] + 10 and last["samples_trained"] == last["step"] * 128
+    _check_records_replay_exactly(run_dir)
