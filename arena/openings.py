@@ -36,7 +36,7 @@ class Opening:
 START = Opening(chess.STARTING_FEN, (), "startpos")
 
 
-def _parse_epd(line: str, where: str) -> Opening:
+def parse_epd(line: str, where: str) -> Opening:
     """EPD, or a full FEN (books like 2moves_v1.epd keep the two move counters)."""
     parts = line.split()
     try:
@@ -78,7 +78,7 @@ class Book:
         if suffix == ".epd":
             lines = [(n, l.strip()) for n, l in enumerate(text.splitlines(), 1)]
             self._entries = [(f"{path.name}:{n}", l) for n, l in lines if l and not l.startswith("#")]
-            self._parse = _parse_epd
+            self._parse = parse_epd
         elif suffix == ".pgn":
             chunks = re.split(r"\n\s*\n(?=\s*\[)", text.strip())
             self._entries = [(f"{path.name}#{i + 1}", c) for i, c in enumerate(chunks) if c.strip()]

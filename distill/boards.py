@@ -19,6 +19,8 @@ from typing import Iterable, Iterator
 import chess
 import chess.pgn
 
+from arena.openings import parse_epd  # EPD or full-FEN lines, as match.py's books read them
+
 
 @dataclasses.dataclass
 class GameBoard:
@@ -67,21 +69,10 @@ def epd_boards(path: str | Path) -> Iterator[tuple[str, list[GameBoard]]]:
         for index, line in enumerate(f):
             if not line.strip():
                 continue
-            try:
-                board = _position(line.strip())
-            except ValueError as e:
-                raise ValueError(f"{path} line {index + 1}: unreadable EPD ({e})") from None
+            board = chess.Board(parse_epd(line.strip(), f"{path} line {index + 1}").fen)
             if any(True for _ in board.legal_moves):
                 unit = f"{path.name}#{index}"
                 yield unit, [GameBoard(unit, 0, board.fen())]
-
-
-def _position(line: str) -> chess.Board:
-    """An EPD line (4 fields and opcodes) or a full FEN (opening books ship both)."""
-    fields = line.split()
-    if len(fields) == 6 and fields[4].isdigit() and fields[5].isdigit():
-        return chess.Board(line)
-    return chess.Board.from_epd(line)[0]
 
 
 def puzzle_boards(path: str | Path, exclude_ids: frozenset[str] = frozenset()
@@ -113,8 +104,8 @@ def puzzle_boards(path: str | Path, exclude_ids: frozenset[str] = frozenset()
 
 def puzzle_ids(path: str | Path) -> frozenset[str]:
     """The PuzzleIds of a Lichess puzzle CSV (to keep an evaluation set out of the training data)."""
-    with open(path, encoding="utf-8", newline="") as f:
-        return frozenset(row["PuzzleId"] for row in csv.DictReader(f))
+    from arena.suites.puzzles import read_puzzles  # here: arena.suites imports jax, annotate's workers need not
+    return frozenset(p.id for p in read_puzzles(path))
 
 
 def read_units(paths: Iterable[str | Path], exclude_puzzles: frozenset[str] = frozenset()
