@@ -104,6 +104,7 @@ class WarmStartConfig:
     """`distill.py warm-start`: the self-play network family trained on data.records (distill/warm_start.py)."""
 
     selfplay: str = "configs/chess_cpu.yaml"  # self-play preset whose network (and learner loss) is trained
+    selfplay_set: tuple[str, ...] = ()  # overrides of that preset, e.g. [network.family=chessformer]
     out_dir: str = "runs/distill/warm_start"  # network/ (what selfplay's init.network reads), warm_start.json
     batch_size: int = 256  # boards per step
     learning_rate: float = 0.02  # SGD + momentum, as the self-play learner (constant)

@@ -5,8 +5,12 @@
 
 The network of `warm_start.selfplay` (a self-play preset: its `network` block, e.g. chess_cpu's
 ResNet 2x32) learns from the records of `data.records` (Stockfish annotations or a frozen corpus):
-the policy head imitates the record's best move (or a softmax of its move values), the value head
-its win probability mapped to [-1, 1]. The loss and optimiser are the self-play learner's
+the policy head imitates the record's best move (or a softmax of its move values; with
+`data.bc_soft` a self-play corpus's own policy target), the value head its win probability mapped
+to [-1, 1] (`data.sv_from`: the record's value, or the game's outcome). `warm_start.selfplay_set`
+changes that preset's network (`[network.family=chessformer, ...]`): the same command trains a
+searchless Chessformer student (policy + value) on a frozen self-play corpus, which `match.py`
+plays as `policy:net=DIR` against its teacher. The loss and optimiser are the self-play learner's
 (learner/train.py), so the network, its batch statistics and its input are exactly what a run
 plays with. One caveat: a FEN has no move history, so the history planes of the observation are
 empty in these examples; self-play fills them from its first game on.
@@ -65,8 +69,11 @@ def policy_target(values: np.ndarray, best: int, temperature: float) -> np.ndarr
     return (p / p.sum()).astype(np.float32)
 
 
-def load_boards(store: RecordStore, indices, width: int, temperature: float) -> Boards:
-    """Reads records `indices` into learner inputs (one pgx state per FEN)."""
+def load_boards(store: RecordStore, indices, width: int, temperature: float, soft: bool = False,
+                value_from: str = "value") -> Boards:
+    """Reads records `indices` into learner inputs (one pgx state per FEN). `soft`: the policy target
+    is the record's `policy` (a self-play corpus: the search's target over `moves`); `value_from`:
+    the value target is the record's `value` (oracle or root value) or its game `outcome`."""
     n = len(indices)
     obs, legal = None, np.full((n, width), -1, np.int32)
     policy, best, z = np.zeros((n, width), np.float32), np.zeros(n, np.int32), np.zeros(n, np.float32)
@@ -81,16 +88,34 @@ def load_boards(store: RecordStore, indices, width: int, temperature: float) -> 
         actions = [uci_to_pgx_action(m, white) for m in rec["moves"]]
         legal[row, :len(actions)] = actions
         b = rec["moves"].index(best_move(rec))
-        policy[row, :len(actions)] = policy_target(np.asarray(rec["values"], np.float32), b, temperature)
-        best[row], z[row] = b, 2.0 * float(rec["value"]) - 1.0
+        policy[row, :len(actions)] = (_record_policy(rec) if soft else
+                                      policy_target(np.asarray(rec["values"], np.float32), b, temperature))
+        best[row], z[row] = b, 2.0 * float(_record_value(rec, value_from)) - 1.0
     if obs is None:
         raise ValueError(f"no records in {store.dir} for this split")
     return Boards(obs, legal, policy, best, z)
 
 
-def selfplay_preset(path: str):
+def _record_policy(rec: dict) -> np.ndarray:
+    if rec.get("policy") is None:
+        raise ValueError(f"record {rec.get('game')}/{rec.get('ply')} has no policy (Stockfish annotations "
+                         "have none): data.bc_soft needs a frozen self-play corpus")
+    p = np.asarray(rec["policy"], np.float32)
+    return p / p.sum()
+
+
+def _record_value(rec: dict, value_from: str) -> float:
+    if value_from not in ("value", "outcome"):
+        raise ValueError(f"data.sv_from must be 'value' or 'outcome', got {value_from!r}")
+    if rec.get(value_from) is None:
+        raise ValueError(f"record {rec.get('game')}/{rec.get('ply')} has no {value_from!r} "
+                         "(Stockfish annotations have no outcome): use data.sv_from=value")
+    return rec[value_from]
+
+
+def selfplay_preset(path: str, overrides=()):
     from selfplay.config import SelfPlayConfig
-    cfg = load(SelfPlayConfig, path, [])
+    cfg = load(SelfPlayConfig, path, list(overrides))
     if cfg.game != "chess":
         raise ValueError(f"warm_start.selfplay {path} plays {cfg.game}: warm starts are for chess")
     return cfg
@@ -114,7 +139,7 @@ def warm_start(cfg) -> dict:
     """Trains the self-play network of `cfg.warm_start.selfplay` on `cfg.data.records`; returns
     the summary written to warm_start.json."""
     w, d = cfg.warm_start, cfg.data
-    sp = selfplay_preset(w.selfplay)
+    sp = selfplay_preset(w.selfplay, w.selfplay_set)
     game = games.make(sp.game)
     net = models.make_network(sp.network, game.spec)
     store = RecordStore(d.records)
@@ -123,8 +148,9 @@ def warm_start(cfg) -> dict:
         train_idx = train_idx[:w.max_boards]
     width = game.spec.max_legal_actions
     t0 = time.time()
-    train = load_boards(store, train_idx, width, w.policy_temperature)
-    test = load_boards(store, store.split("test", d.test_fraction)[:2000], width, w.policy_temperature)
+    targets = dict(temperature=w.policy_temperature, soft=d.bc_soft, value_from=d.sv_from)
+    train = load_boards(store, train_idx, width, **targets)
+    test = load_boards(store, store.split("test", d.test_fraction)[:2000], width, **targets)
     load_seconds = time.time() - t0
     learner = dataclasses.replace(sp.learner, batch_size=w.batch_size, lr_values=(w.learning_rate,),
                                   lr_boundaries=(), q_ratio=0.0)
@@ -150,16 +176,22 @@ def warm_start(cfg) -> dict:
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
     out = Path(w.out_dir)
     metadata = {"warm_start": {"records": str(d.records), "steps": step, "train_boards": len(train),
-                               "policy_temperature": w.policy_temperature},
+                               "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
+                               "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
                 "search": to_dict(sp.search)}  # mcts:net= plays the preset's search, as a run's network
     network_checkpoint.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
-    summary = {"network": str(out / "network"), "selfplay": w.selfplay, "steps": step,
+    summary = {"network": str(out / "network"), "selfplay": w.selfplay, "selfplay_set": list(w.selfplay_set),
+               "family": sp.network.family, "parameters": _count(variables["params"]), "steps": step,
                "seconds": time.time() - start, "load_seconds": load_seconds,
                "examples_per_second": rate * w.batch_size, "train_boards": len(train),
                "last": losses[-1] if losses else None,
                "test": evaluate(net, variables, test), "train_sample": evaluate(net, variables, _head(train))}
     (out / "warm_start.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _count(params) -> int:
+    return int(sum(np.size(x) for x in jax.tree.leaves(params)))
 
 
 def _head(boards: Boards, n: int = 2000) -> Boards:

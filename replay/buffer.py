@@ -24,7 +24,7 @@ from typing import Iterator
 
 import numpy as np
 
-from replay import chunks, corpus
+from replay import chunks
 from replay.config import ReplayConfig
 from replay.messages import ReplayStats, TrainingBatch
 from replay.record import GameRecord, RecordError, SchemaError, decode, encode
@@ -183,6 +183,7 @@ class ReplayBuffer:
         """Writes every game on disk as an immutable corpus (see replay/corpus.py); returns its manifest."""
         self._writer.close()  # the next add opens a new chunk; frozen files are never appended to
         self._writer = chunks.ChunkWriter(self.directory, self.config.games_per_chunk)
+        from replay import corpus  # lazily: `python -m replay.corpus` runs that module as __main__
         return corpus.freeze(self.directory, out_dir)
 
     def close(self) -> None:

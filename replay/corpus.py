@@ -11,12 +11,17 @@ Chess adds `fen`, `moves` (legal moves, UCI), `history` (UCI moves from the star
 (child Q as win probability in [0, 1]), `value` (root value, same scale), `best` (the move played
 after the search), `outcome` (z in [0, 1]). `manifest.json` lists each shard with its sha256;
 files are made read-only and a non-empty corpus directory is never written into.
+
+A finished (or stopped) run's replay is frozen from the command line too:
+    python -m replay.corpus runs/<name>                      # -> runs/<name>/corpus/
+    python -m replay.corpus runs/<name> --out data/corpus-a  # anywhere else
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -102,3 +107,39 @@ def freeze(replay_dir: str | os.PathLike, out_dir: str | os.PathLike,
     for p in [*shards, out / "manifest.json"]:
         os.chmod(p, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
     return manifest
+
+
+def main(argv=None) -> int:
+    import argparse
+    import sys
+
+    from replay.record import RecordError
+    p = argparse.ArgumentParser(prog="python -m replay.corpus", description="freeze a run's replay into a corpus")
+    p.add_argument("run_dir", help="runs/<name>/ (its replay/ is read)")
+    p.add_argument("--out", default="", help="corpus directory (default: <run_dir>/corpus)")
+    args = p.parse_args(argv)
+    replay_dir = Path(args.run_dir) / "replay"
+    out = Path(args.out or Path(args.run_dir) / "corpus")
+    if not (replay_dir.is_dir() and chunks.chunk_paths(replay_dir)):
+        print(f"replay.corpus: {replay_dir} holds no replay chunks: give a run directory (runs/<name>)",
+              file=sys.stderr)
+        return 2
+    fresh = not out.exists()
+    try:
+        manifest = freeze(replay_dir, out)
+    except FileExistsError as e:
+        print(f"replay.corpus: {e}", file=sys.stderr)
+        return 2
+    except RecordError as e:  # the partial corpus goes; the replay is untouched
+        if fresh:
+            shutil.rmtree(out, ignore_errors=True)
+        print(f"replay.corpus: {e}; `selfplay.py --resume` of the run sets damaged chunks aside "
+              "(replay/quarantine/), then freeze again", file=sys.stderr)
+        return 2
+    print(json.dumps({"corpus": str(out), "games": manifest["games"], "positions": manifest["positions"],
+                      "shards": len(manifest["shards"])}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -100,6 +100,30 @@ def test_buffer_persists_every_acknowledged_game_and_reloads(tmp_path):
     assert [r.game_id for r in chunks.read_all(tmp_path)] == ids + ["g8"]
 
 
+def test_corpus_command_freezes_a_run_and_refuses_damage_with_one_line(tmp_path, capsys):
+    from replay import corpus
+    buf = ReplayBuffer(tmp_path / "run" / "replay", ReplayConfig(games_per_chunk=1), num_actions=4672,
+                       max_legal_actions=218)
+    for seed in range(2):
+        buf.add(encode(chess_record(6, seed)[0]))
+    buf.close()
+    assert corpus.main([str(tmp_path / "run")]) == 0
+    assert json.loads(capsys.readouterr().out) == {"corpus": str(tmp_path / "run" / "corpus"), "games": 2,
+                                                   "positions": 12, "shards": 1}
+    assert corpus.main([str(tmp_path / "run")]) == 2  # immutable: never written into again
+    assert "not empty" in capsys.readouterr().err
+    assert corpus.main([str(tmp_path / "nowhere")]) == 2
+    assert "holds no replay chunks" in capsys.readouterr().err
+    path = chunks.chunk_paths(tmp_path / "run" / "replay")[1]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert corpus.main([str(tmp_path / "run"), "--out", str(tmp_path / "c2")]) == 2
+    err = capsys.readouterr().err
+    assert "chunk-000001.msgpack" in err and "--resume" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c2").exists()  # no half-written corpus left behind
+
+
 def test_corrupt_chunk_on_reload_names_the_file(tmp_path):
     buf = ReplayBuffer(tmp_path, ReplayConfig(games_per_chunk=10), num_actions=9, max_legal_actions=9)
     for i in range(3):

@@ -8,6 +8,7 @@ import pytest
 
 import games
 import models
+from arena.spec import make_agent
 from configs.loader import load, to_dict
 from distill.config import DistillConfig
 from distill.records import RecordStore, ShardWriter
@@ -102,3 +103,56 @@ def test_a_network_of_another_shape_or_path_is_one_line(distilled):
     missing = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={tmp / 'nowhere'}"])
     with pytest.raises(RunError, match="init.network"):
         initial_state(missing, game, models.make_network(missing.network, game.spec))
+
+
+def _corpus_records(path, copies: int = 1):
+    """Records shaped like a frozen self-play corpus (replay/corpus.py): a policy and an outcome."""
+    with ShardWriter(path) as w:
+        for c in range(copies):
+            for i, (fen, best) in enumerate(BOARDS):
+                moves = [m.uci() for m in chess.Board(fen).legal_moves]
+                policy = [3.0 if m == best else 1.0 for m in moves]
+                w.write({"fen": fen, "game": f"g{c}-{i}", "ply": 0, "moves": moves, "values": [0.5] * len(moves),
+                         "value": 0.6, "best": best, "policy": policy, "outcome": float(i % 2)})
+
+
+def test_a_corpus_gives_its_policy_and_outcome_targets(tmp_path):
+    _corpus_records(tmp_path / "corpus")
+    store = RecordStore(tmp_path / "corpus")
+    width = games.make("chess").spec.max_legal_actions
+    b = load_boards(store, np.arange(len(store)), width, 0.0, soft=True, value_from="outcome")
+    for row, (fen, _) in enumerate(BOARDS):
+        n = chess.Board(fen).legal_moves.count()
+        expected = np.full(n, 1.0 / (n + 2))
+        expected[b.best[row]] = 3.0 / (n + 2)  # the record's policy, normalised
+        np.testing.assert_allclose(b.policy[row, :n], expected, rtol=1e-6)
+        assert b.policy[row, n:].sum() == 0
+    np.testing.assert_array_equal(b.z, [-1.0, 1.0, -1.0, 1.0])  # outcome 0 / 1 -> -1 / +1
+    np.testing.assert_allclose(load_boards(store, np.arange(4), width, 0.0).z, 0.2)  # value 0.6 by default
+    _records(tmp_path / "annotations")  # Stockfish annotations: no policy, no outcome
+    annotations = RecordStore(tmp_path / "annotations")
+    with pytest.raises(ValueError, match="no policy.*bc_soft needs a frozen self-play corpus"):
+        load_boards(annotations, np.arange(4), width, 0.0, soft=True)
+    with pytest.raises(ValueError, match="no 'outcome'.*sv_from=value"):
+        load_boards(annotations, np.arange(4), width, 0.0, value_from="outcome")
+
+
+def test_selfplay_set_trains_a_chessformer_student(tmp_path):
+    _corpus_records(tmp_path / "corpus", copies=8)
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    cfg = load(DistillConfig, None, [
+        f"data.records={tmp_path / 'corpus'}", "data.test_fraction=0.25", "data.bc_soft=true",
+        f"warm_start.selfplay={tmp_path / 'tiny.yaml'}", f"warm_start.out_dir={tmp_path / 'cf'}",
+        "warm_start.selfplay_set=[network.family=chessformer, network.chessformer.num_layers=1, "
+        "network.chessformer.embedding_dim=16, network.chessformer.head_dim=8, network.chessformer.mlp_dim=16, "
+        "network.chessformer.value_hidden=8]",
+        "warm_start.batch_size=4", "warm_start.max_steps=2", "warm_start.progress=false"])
+    summary = warm_start(cfg)
+    saved = models.checkpoint.load(summary["network"])
+    assert summary["family"] == saved.config.family == "chessformer"
+    assert saved.config.chessformer.embedding_dim == 16 and summary["parameters"] > 0
+    assert saved.metadata["warm_start"]["bc_soft"] is True
+    agent = make_agent(f"policy:net={summary['network']}")  # the arena plays it as a searchless player
+    board = chess.Board(BOARDS[0][0])
+    move, _ = agent.select(board)
+    assert move in board.legal_moves
