@@ -11,7 +11,6 @@ Lichess); the opponent's replies come from the solution.
 """
 from __future__ import annotations
 
-import csv
 import json
 import re
 import time
@@ -22,11 +21,11 @@ import numpy as np
 from rich.progress import track
 from scipy.stats import kendalltau
 
+from arena.suites.common import new_position
+from arena.suites.puzzles import BAND_WIDTH, Puzzle, rating_band, read_puzzles, solve_puzzle
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
 from models.checkpoint import CONFIG_FILE
-
-BAND = 400  # rating band width
 
 
 def action_metrics(player, records: list[dict], show_progress: bool = False) -> dict:
@@ -45,7 +44,7 @@ def action_metrics(player, records: list[dict], show_progress: bool = False) -> 
             if np.ptp(values) > 0 and np.ptp(scores) > 0:
                 taus.append(kendalltau(scores, values).statistic)
         else:
-            _reset(player)
+            new_position(player)
             chosen = oracle[player.select(board)[0].uci()]
         correct += chosen >= max(oracle.values()) - 1e-9
     return {"action_accuracy": correct / max(len(records), 1),
@@ -53,56 +52,16 @@ def action_metrics(player, records: list[dict], show_progress: bool = False) -> 
             "boards": len(records), "tau_boards": len(taus)}
 
 
-def _reset(player) -> None:
-    """A new game for agents that keep per-game state (engines)."""
-    reset = getattr(player, "reset", None)
-    if reset is not None:
-        reset()
-
-
-def read_puzzles(path: str | Path, limit: int | None = None) -> list[dict]:
-    """Lichess puzzle CSV rows as {"id", "fen", "moves": [uci], "rating"}."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"puzzle file {path} not found")
-    out = []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if not {"FEN", "Moves", "Rating"} <= set(row):
-                raise ValueError(f"{path}: needs columns FEN, Moves, Rating")
-            out.append({"id": row.get("PuzzleId", ""), "fen": row["FEN"],
-                        "moves": row["Moves"].split(), "rating": int(row["Rating"])})
-            if limit is not None and len(out) >= limit:
-                break
-    return out
-
-
-def solves(player, puzzle: dict) -> bool:
-    """Whether `player` finds every solver move of the puzzle line."""
-    board = chess.Board(puzzle["fen"])
-    line = puzzle["moves"]
-    board.push_uci(line[0])
-    for i in range(1, len(line), 2):
-        move, _ = player.select(board)
-        if move.uci() != line[i]:
-            board.push(move)
-            return board.is_checkmate()
-        board.push(move)
-        if i + 1 < len(line):
-            board.push_uci(line[i + 1])
-    return True
-
-
-def puzzle_metrics(player, puzzles: list[dict], show_progress: bool = False) -> dict:
-    """{"puzzle_accuracy", "puzzles", "bands": {"800-1199": {"accuracy", "puzzles"}, ...}}."""
+def puzzle_metrics(player, puzzles: list[Puzzle], show_progress: bool = False) -> dict:
+    """{"puzzle_accuracy", "puzzles", "bands": {"800-1199": {"accuracy", "puzzles"}, ...}}; a puzzle
+    is solved as `match.py --suite puzzles` scores it (arena.suites.solve_puzzle)."""
     bands: dict[int, list[bool]] = {}
     for pz in track(puzzles, "puzzles", disable=not show_progress):
-        _reset(player)
-        bands.setdefault(pz["rating"] // BAND * BAND, []).append(solves(player, pz))
+        bands.setdefault(pz.rating // BAND_WIDTH, []).append(solve_puzzle(player, pz).solved)
     solved = [s for v in bands.values() for s in v]
     return {"puzzle_accuracy": float(np.mean(solved)) if solved else None, "puzzles": len(solved),
-            "bands": {f"{lo}-{lo + BAND - 1}": {"accuracy": float(np.mean(v)), "puzzles": len(v)}
-                      for lo, v in sorted(bands.items())}}
+            "bands": {rating_band(b * BAND_WIDTH): {"accuracy": float(np.mean(v)), "puzzles": len(v)}
+                      for b, v in sorted(bands.items())}}
 
 
 def test_records(records_dir: str | Path, test_fraction: float, max_boards: int, seed: int) -> list[dict]:

@@ -12,9 +12,10 @@ import pytest
 
 from arena import make_agent, winprob
 from arena.student_agents import completes_threefold
+from arena.suites.puzzles import Puzzle, solve_puzzle
 from distill import annotate, boards, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
-from distill.evaluate import evaluate, puzzle_metrics, solves
+from distill.evaluate import evaluate, puzzle_metrics
 from models import checkpoint as model_checkpoint
 from models.network import make_model
 
@@ -145,11 +146,12 @@ def test_puzzle_scoring_against_hand_made_lines():
             return chess.Move.from_uci(self.moves.pop(0)), {}
 
     # fool's mate: setup f2f3, solver e7e5, reply g2g4, solver d8h4 (mate)
-    pz = {"fen": chess.STARTING_FEN, "moves": ["f2f3", "e7e5", "g2g4", "d8h4"], "rating": 900}
-    assert solves(Scripted(["e7e5", "d8h4"]), pz)
-    assert not solves(Scripted(["e7e6", "d8h4"]), pz)  # first solver move wrong
-    assert solves(Scripted(["e7e6", "d8h4"]), {**pz, "moves": ["f2f3", "e7e6", "g2g4", "d8h4"]})
-    out = puzzle_metrics(Scripted(["e7e5", "d8h4", "e7e6"]), [pz, {**pz, "rating": 1700}])
+    pz = Puzzle("fool", chess.STARTING_FEN, ("f2f3", "e7e5", "g2g4", "d8h4"), 900)
+    assert solve_puzzle(Scripted(["e7e5", "d8h4"]), pz).solved
+    assert not solve_puzzle(Scripted(["e7e6", "d8h4"]), pz).solved  # first solver move wrong
+    other_first = dataclasses.replace(pz, moves=("f2f3", "e7e6", "g2g4", "d8h4"))
+    assert solve_puzzle(Scripted(["e7e6", "d8h4"]), other_first).solved
+    out = puzzle_metrics(Scripted(["e7e5", "d8h4", "e7e6"]), [pz, dataclasses.replace(pz, rating=1700)])
     assert out["puzzle_accuracy"] == 0.5
     assert out["bands"] == {"800-1199": {"accuracy": 1.0, "puzzles": 1},
                             "1600-1999": {"accuracy": 0.0, "puzzles": 1}}
