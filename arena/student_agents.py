@@ -7,7 +7,8 @@
 `net=` is a student's network directory (models/checkpoint.py; `distill.py train` writes one into
 `<train.out_dir>/student/`), whose metadata names its target; the spec kind must match it.
 
-AV  argmax over legal moves of the expected bin value of (board, move)
+AV  argmax over legal moves of the expected bin value of (board, move); an AV-all student (target
+    av_all, also an `av:` agent) scores every legal move with one pass: sigmoid of its logit
 SV  the move whose successor has the lowest expected value for the opponent (score = 1 - that);
     a successor that is mate scores 1, a drawn one 0.5
 BC  the most probable legal move (score = log-probability renormalised over legal moves)
@@ -28,7 +29,8 @@ import numpy as np
 from arena.agent import Agent, Limit
 from arena.one_ply import one_ply_values
 
-TARGETS = ("av", "sv", "bc")  # the `target` a student's network metadata records
+TARGETS = ("av", "av_all", "sv", "bc")  # the `target` a student's network metadata records
+SPEC_KIND = {"av": "av", "av_all": "av", "sv": "sv", "bc": "bc"}  # the agent spec kind of each target
 BUCKETS = (8, 16, 32, 64, 128, 256)  # padded batch sizes: few jit compilations
 
 
@@ -54,11 +56,11 @@ class StudentAgent(Agent):
                  temperature_plies: Optional[int] = None, repetition_draw: bool = True,
                  seed: int = 0):
         """network: a models.checkpoint.Checkpoint of a searchless or Chessformer student;
-        target: "av", "sv" or "bc" (what it was trained to predict)."""
+        target: "av", "av_all", "sv" or "bc" (what it was trained to predict)."""
         import jax
         import jax.numpy as jnp
         if target not in TARGETS:
-            raise ValueError(f"unknown student target {target!r} (use av, sv or bc)")
+            raise ValueError(f"unknown student target {target!r} (use av, av_all, sv or bc)")
         self.name = name or f"student-{target}"
         self.target, self.family = target, network.config.family
         self.temperature, self.temperature_plies = temperature, temperature_plies
@@ -78,6 +80,12 @@ class StudentAgent(Agent):
         import jax.numpy as jnp
         n = len(tokens)
         return np.asarray(self._logprobs(jnp.asarray(_pad(tokens))))[:n]
+
+    def _move_logits(self, board: chess.Board) -> np.ndarray:
+        """[1968] the policy head's logits (BC: move log-odds; AV-all: win-probability logits)."""
+        if self.family == "searchless":
+            return self._searchless(self._tokens([board.fen()]))[0]
+        return self._chessformer([board])[0][0]
 
     def _chessformer(self, boards: list[chess.Board]) -> tuple[np.ndarray, np.ndarray]:
         """boards [N] (with history) -> policy logits [N, 1968], win probabilities [N]."""
@@ -116,12 +124,10 @@ class StudentAgent(Agent):
             tokens = np.repeat(self._tokens([board.fen()]), len(moves), 0)
             logprobs = self._searchless(np.concatenate([tokens, ids[:, None]], 1))
             return moves, np.asarray(expected_bin_value(logprobs))
+        if self.target == "av_all":
+            return moves, 1.0 / (1.0 + np.exp(-self._move_logits(board)[ids].astype(np.float64)))
         if self.target == "bc":
-            if self.family == "searchless":
-                logits = self._searchless(self._tokens([board.fen()]))[0]
-            else:
-                logits = self._chessformer([board])[0][0]
-            legal = logits[ids]
+            legal = self._move_logits(board)[ids]
             return moves, legal - np.logaddexp.reduce(legal)
         return moves, one_ply_values(board, moves, self._board_values)
 
@@ -152,15 +158,15 @@ class StudentAgent(Agent):
 
 def load_student(path: str, kind: str | None = None):
     """The student network directory at `path` (models.checkpoint.Checkpoint) and its target;
-    `kind` (av/sv/bc), if given, must be that target."""
+    `kind` (av/sv/bc), if given, must be that target's spec kind (av for av_all)."""
     from models import checkpoint
     network = checkpoint.load(path)
     target = network.metadata.get("target")
     if network.game is not None or target not in TARGETS:
         raise ValueError(f"{path}: not a student network directory (its metadata names no "
-                         "target av/sv/bc; self-play networks are mcts:/policy: agents)")
-    if kind is not None and kind != target:
-        raise ValueError(f"{path} holds a {target} student, not {kind}")
+                         "target av/av_all/sv/bc; self-play networks are mcts:/policy: agents)")
+    if kind is not None and kind != SPEC_KIND[target]:
+        raise ValueError(f"{path} holds a {target} student: play it as {SPEC_KIND[target]}:net=..., not {kind}:")
     return network, target
 
 

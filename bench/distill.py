@@ -6,7 +6,9 @@ evaluation reports of the evidence runs (students vs random and Stockfish baseli
 
 Annotation: `--boards` boards of the preset's PGNs annotated into a temporary directory at the
 preset's Stockfish limit (one engine worker, as the preset). Training: `--steps` steps of the CPU
-preset's AV and BC students on the preset's records (steps/s after the first, compiling, step).
+preset's students (`--targets`, default av, av_all and bc) on the preset's records (steps/s after
+the first, compiling, step; `move_values_per_second`: the (board, move) values an AV or AV-all
+student learns per second).
 Runs: the annotation runs of the preset's out_dir (`annotate_runs.jsonl`), every `*/train.json` (steps/s of the evidence trainings) and `eval_*.json` (written by
 `distill.py evaluate`: action accuracy, Kendall's tau, puzzle accuracy) under `--runs`.
 Training also reports the flops of one step (XLA's cost analysis), the achieved GFLOP/s, and that
@@ -57,8 +59,8 @@ def bench_training(cfg, target: str, steps: int) -> dict:
             train=dataclasses.replace(cfg.train, out_dir=tmp, max_steps=steps, max_seconds=0.0,
                                       checkpoint_every=10**9, progress=False))
         out = train(run)
-    return {k: out[k] for k in ("steps", "steps_per_second", "examples_per_second", "batch_size",
-                                "train_boards", "train_pairs")}
+    return {k: out[k] for k in ("steps", "steps_per_second", "examples_per_second",
+                                "move_values_per_second", "batch_size", "train_boards", "train_pairs")}
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:
@@ -117,8 +119,9 @@ def collect_annotation_runs(records: Path) -> list:
 
 
 def collect_training(runs: Path) -> dict:
-    keep = ("target", "steps", "seconds", "steps_per_second", "examples_per_second", "batch_size",
-            "train_boards", "train_pairs", "final_train_loss", "test_loss_ema")
+    keep = ("target", "steps", "seconds", "steps_per_second", "examples_per_second",
+            "move_values_per_second", "batch_size", "train_boards", "train_pairs", "final_train_loss",
+            "test_loss_ema")
     return {path.parent.name: {k: json.loads(path.read_text()).get(k) for k in keep} | {"file": str(path)}
             for path in sorted(runs.glob("*/train.json"))}
 
@@ -128,6 +131,7 @@ def main() -> None:
     parser.add_argument("--config", default=str(ROOT / "configs" / "distill_cpu.yaml"))
     parser.add_argument("--boards", type=int, default=200, help="boards to annotate (0: skip)")
     parser.add_argument("--steps", type=int, default=50, help="training steps per target (0: skip)")
+    parser.add_argument("--targets", default="av,av_all,bc", help="students to time, comma-separated")
     parser.add_argument("--runs", default=str(ROOT / "runs" / "distill"), help="evaluation reports")
     parser.add_argument("--set", nargs="*", default=[], help="config overrides")
     args = parser.parse_args()
@@ -138,7 +142,7 @@ def main() -> None:
         result["annotation"] = bench_annotation(cfg, args.boards)
     if args.steps:
         if Path(cfg.data.records).is_dir():
-            result["training"] = {t: bench_training(cfg, t, args.steps) for t in ("av", "bc")}
+            result["training"] = {t: bench_training(cfg, t, args.steps) for t in args.targets.split(",")}
             result["matmul_gflops_per_s"] = round(matmul_gflops(), 1)
             for t, out in result["training"].items():
                 flops = step_gflop(cfg, t)

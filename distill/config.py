@@ -9,7 +9,9 @@ from typing import Literal
 
 from configs.loader import check_choices
 
-Target = Literal["av", "sv", "bc"]
+# av: (board, move) -> value bins, one pair per example (the paper); av_all: board -> every legal
+# move's win probability from one pass; sv: board -> value bins; bc: board -> the move to play
+Target = Literal["av", "av_all", "sv", "bc"]
 Sampler = Literal["unique", "weighted"]
 
 
@@ -45,7 +47,7 @@ class AnnotateConfig:
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
     records: str = "runs/distill/annotations"  # record directory (annotations or a frozen corpus)
-    target: Target = "av"  # "av" (action values), "sv" (state values) or "bc" (behavioural cloning)
+    target: Target = "av"  # "av" / "av_all" (action values), "sv" (state values) or "bc" (behavioural cloning)
     test_fraction: float = 0.05  # share of GAMES held out for evaluation
     sampler: Sampler = "unique"  # "unique": uniform over boards; "weighted": by occurrence count
     bc_soft: bool = False  # BC from the record's soft policy (self-play visits) instead of one move
@@ -128,4 +130,4 @@ class DistillConfig:
 
     def __post_init__(self):
         if self.student.family == "chessformer" and self.data.target == "av":
-            raise ValueError("the Chessformer has no action input: train it with data.target sv or bc")
+            raise ValueError("the Chessformer has no action input: train it with data.target av_all, sv or bc")

@@ -4,6 +4,8 @@
     batch = sample_batch(ex, "av", rng, 256, family="searchless")
 
 AV  one example per (board, legal move): tokens [77] + action id -> the move's win probability
+AV-all  one example per board: tokens [77] -> every legal move's win probability ([1968] values
+    and a legal-move mask), the same targets as AV from one forward pass
 SV  one example per board: tokens [77] -> the board's win probability (oracle/root value or outcome)
 BC  one example per board: tokens [77] -> the move to imitate (oracle's best move / most visited),
     or with `bc_soft` the record's visit distribution over its moves.
@@ -18,7 +20,7 @@ import numpy as np
 
 from distill import encoding
 
-TARGETS = ("av", "sv", "bc")
+TARGETS = ("av", "av_all", "sv", "bc")
 
 
 @dataclasses.dataclass
@@ -34,9 +36,29 @@ class Examples:
     pair_action: np.ndarray  # [P] action id of each legal move
     pair_value: np.ndarray  # [P] AV target win probability
     pair_policy: np.ndarray  # [P] soft BC target (record policy, else one-hot on best)
+    _squares: np.ndarray | None = None  # [N, 64, 112] float16 Chessformer inputs, encoded on first use
 
     def __len__(self) -> int:
         return len(self.fens)
+
+    def squares(self, boards: np.ndarray) -> np.ndarray:
+        """[B, 64, 112] float32 Chessformer inputs of `boards` (FEN only: no history planes). Every
+        board is encoded once, on the first call (python-chess per board: ~0.6 ms each), so
+        batches afterwards are one gather."""
+        if self._squares is None:
+            chunks = [encoding.squares(self.fens[i:i + 4096]).astype(np.float16)
+                      for i in range(0, len(self.fens), 4096)]
+            self._squares = np.concatenate(chunks) if chunks else np.zeros((0, 64, 112), np.float16)
+        return self._squares[boards].astype(np.float32)
+
+    def pairs_of(self, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row, pair) index arrays of every legal move of `boards` [B]: row in [0, B), pair into
+        the pair_* arrays (pairs are stored board by board, so each board's moves are one run)."""
+        starts = np.searchsorted(self.pair_board, boards, "left")
+        lengths = np.searchsorted(self.pair_board, boards, "right") - starts
+        rows = np.repeat(np.arange(len(boards)), lengths)
+        first = np.cumsum(lengths) - lengths  # where each board's run begins in the output
+        return rows, np.repeat(starts - first, lengths) + np.arange(lengths.sum())
 
 
 def best_move(rec: dict) -> str:
@@ -84,7 +106,8 @@ def _boards(ex: Examples, rng: np.random.Generator, n: int, sampler: str) -> np.
 def sample_batch(ex: Examples, target: str, rng: np.random.Generator, batch_size: int,
                  family: str = "searchless", sampler: str = "unique", bc_soft: bool = False) -> dict:
     """A random batch: {"inputs": [B, 77|78] tokens or [B, 64, 112] squares, "is_black": [B],
-    "value": [B] (AV/SV), "action": [B] (BC), "policy": [B, 1968] (BC soft)}."""
+    "value": [B] (AV/SV), "action": [B] (BC), "policy": [B, 1968] (BC soft), "move_values" and
+    "move_mask": [B, 1968] (AV-all)}."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (use one of {TARGETS})")
     if target == "av":
@@ -101,22 +124,31 @@ def sample_batch(ex: Examples, target: str, rng: np.random.Generator, batch_size
         batch = {"inputs": ex.tokens[boards]}
         if target == "sv":
             batch["value"] = ex.value[boards]
+        elif target == "av_all":
+            batch["move_values"], batch["move_mask"] = move_values(ex, boards)
         else:
             batch["action"] = ex.best[boards]
             if bc_soft:
                 batch["policy"] = soft_policy(ex, boards)
     if family == "chessformer":
-        fens = [ex.fens[b] for b in boards]
-        batch["inputs"] = encoding.squares(fens)  # FEN only: no history planes beyond the board
-        batch["is_black"] = encoding.is_black(fens)
+        batch["inputs"] = ex.squares(boards)
+        batch["is_black"] = encoding.is_black([ex.fens[b] for b in boards])
     return batch
 
 
 def soft_policy(ex: Examples, boards: np.ndarray) -> np.ndarray:
     """[B, 1968] the records' policy over their moves for each board of `boards`."""
     out = np.zeros((len(boards), encoding.NUM_ACTIONS), np.float32)
-    starts = np.searchsorted(ex.pair_board, boards, "left")
-    ends = np.searchsorted(ex.pair_board, boards, "right")
-    for row, (s, e) in enumerate(zip(starts, ends)):
-        out[row, ex.pair_action[s:e]] = ex.pair_policy[s:e]
+    rows, pairs = ex.pairs_of(boards)
+    out[rows, ex.pair_action[pairs]] = ex.pair_policy[pairs]
     return out / np.maximum(out.sum(1, keepdims=True), 1e-9)
+
+
+def move_values(ex: Examples, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([B, 1968] win probability of each legal move, [B, 1968] 1 at the legal moves) of `boards`."""
+    values = np.zeros((len(boards), encoding.NUM_ACTIONS), np.float32)
+    mask = np.zeros_like(values)
+    rows, pairs = ex.pairs_of(boards)
+    values[rows, ex.pair_action[pairs]] = ex.pair_value[pairs]
+    mask[rows, ex.pair_action[pairs]] = 1.0
+    return values, mask

@@ -1,4 +1,5 @@
-"""Losses of the three targets: value bins by cross entropy (one-hot or HL-Gauss) or L2, BC by CE.
+"""Losses of the targets: value bins by cross entropy (one-hot or HL-Gauss) or L2, BC by CE, AV-all
+by binary cross entropy of each legal move's win probability (averaged over a board's moves).
 
 The value bins (targets, expected value) are arena.winprob's: one definition for training and play.
 """
@@ -6,13 +7,17 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import optax
 
 from arena.winprob import bin_targets, expected_bin_value
 from distill.student import StudentOutput
 
 
 def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str) -> jax.Array:
-    """Mean loss of a batch. `pred` from student.predict; `kind` "ce", "hl_gauss" or "l2"."""
+    """Mean loss of a batch. `pred` from student.predict; `kind` "ce", "hl_gauss" or "l2" (value
+    bins; AV-all is always binary cross entropy)."""
+    if target == "av_all":
+        return all_moves_loss(pred.move_logits, batch["move_values"], batch["move_mask"])
     if target == "bc":
         if "policy" in batch:
             return -jnp.mean(jnp.sum(batch["policy"] * pred.logprobs, -1))
@@ -23,3 +28,12 @@ def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str) -> jax.Arr
         return jnp.mean((expected_bin_value(pred.logprobs) - batch["value"]) ** 2)
     targets = bin_targets(batch["value"], pred.logprobs.shape[-1], kind)
     return -jnp.mean(jnp.sum(targets * pred.logprobs, -1))
+
+
+def all_moves_loss(logits: jax.Array, values: jax.Array, mask: jax.Array) -> jax.Array:
+    """Binary cross entropy of sigmoid(logits) against the win probabilities `values`, both
+    [B, 1968], over the legal moves (`mask` 1) of each board, averaged per board then over boards:
+    a board with 40 moves weighs as much as one with 4."""
+    bce = optax.sigmoid_binary_cross_entropy(logits.astype(jnp.float32), values)
+    per_board = jnp.sum(bce * mask, -1) / jnp.maximum(jnp.sum(mask, -1), 1.0)
+    return jnp.mean(per_board)

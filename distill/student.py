@@ -5,9 +5,10 @@
     out = predict(module, net_cfg, variables, batch, "av")  # StudentOutput(logprobs [B, K | 1968] | value [B])
 
 Searchless transformer (family "searchless"): AV tokens [B, 78] -> K bins, SV tokens [B, 77] -> K
-bins, BC tokens [B, 77] -> 1968 actions. Chessformer (family "chessformer", squares [B, 64, 112]):
-BC from its attention policy head over the 1968 vocabulary, SV from its WDL value ((v + 1) / 2,
-trained by L2); it has no action input, so no AV.
+bins, BC tokens [B, 77] -> 1968 actions, AV-all tokens [B, 77] -> 1968 win-probability logits.
+Chessformer (family "chessformer", squares [B, 64, 112]): BC and AV-all from its attention policy
+head over the 1968 vocabulary (softmax, or a sigmoid per move), SV from its WDL value ((v + 1) / 2,
+trained by L2); it has no action input, so no per-pair AV.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from models.chessformer import ChessformerConfig
 from models.network import NetworkConfig
 from models.searchless import SearchlessConfig
 
-PREDICTOR = {"av": "action_value", "sv": "state_value", "bc": "behavioral_cloning"}
+PREDICTOR = {"av": "action_value", "av_all": "all_action_values", "sv": "state_value",
+             "bc": "behavioral_cloning"}
 STUDENT_DIR = "student"  # the student's network directory inside train.out_dir
 
 
@@ -31,12 +33,13 @@ class StudentOutput(NamedTuple):
 
     logprobs: Optional[jax.Array] = None  # [B, K] value bins (AV/SV) or [B, 1968] actions (BC)
     value: Optional[jax.Array] = None  # [B] win probability in [0, 1] (Chessformer SV, trained by L2)
+    move_logits: Optional[jax.Array] = None  # [B, 1968] AV-all: sigmoid = each move's win probability
 
 
 def network_config(student, target: str) -> NetworkConfig:
     """The models.NetworkConfig of a distill StudentConfig for target 'av', 'sv' or 'bc'."""
     if target not in PREDICTOR:
-        raise ValueError(f"unknown target {target!r} (use av, sv or bc)")
+        raise ValueError(f"unknown target {target!r} (use av, av_all, sv or bc)")
     if student.family == "searchless":
         fields = dict(predictor=PREDICTOR[target], num_return_buckets=student.num_bins)
         if student.preset:
@@ -46,7 +49,7 @@ def network_config(student, target: str) -> NetworkConfig:
             embedding_dim=student.embedding_dim, widening_factor=student.widening_factor, **fields))
     if student.family == "chessformer":
         if target == "av":
-            raise ValueError("the Chessformer has no action input: train it with target sv or bc")
+            raise ValueError("the Chessformer has no action input: train it with target av_all, sv or bc")
         fields = dict(input_features=112, policy_space="uci_vocab")
         if student.preset:
             return _preset(student.preset, "chessformer", **fields)
@@ -75,8 +78,11 @@ def example_batch(net_cfg: NetworkConfig, target: str) -> dict:
 def predict(module, net_cfg: NetworkConfig, variables, batch: dict, target: str) -> StudentOutput:
     """The student's output for `batch` ({"inputs", "is_black" (Chessformer)})."""
     if net_cfg.family == "searchless":
-        return StudentOutput(logprobs=module.apply(variables, batch["inputs"]))
+        out = module.apply(variables, batch["inputs"])
+        return StudentOutput(move_logits=out) if target == "av_all" else StudentOutput(logprobs=out)
     out = module.apply(variables, batch["inputs"], is_black=batch["is_black"])
+    if target == "av_all":
+        return StudentOutput(move_logits=out.policy_logits)
     if target == "bc":
         return StudentOutput(logprobs=jax.nn.log_softmax(out.policy_logits, axis=-1))
     return StudentOutput(value=(out.value + 1) / 2)

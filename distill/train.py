@@ -95,6 +95,8 @@ def train(cfg) -> dict:
     rng = np.random.default_rng([t.seed, start_step])  # a resumed run draws fresh batches
     sample = lambda ex: dataset.sample_batch(ex, d.target, rng, t.batch_size, net_cfg.family,
                                              d.sampler, d.bc_soft)
+    if net_cfg.family == "chessformer":  # encode every board once, before the clock starts
+        train_ex.squares(np.zeros(0, np.int64))
     writer = SummaryWriter(str(out / "tb"))
     losses, start, step = [], time.time(), start_step
     compiled_at, compiled_step = start, start_step
@@ -137,10 +139,20 @@ def train(cfg) -> dict:
                "new_steps": step - start_step, "seconds": seconds, "total_seconds": spent + seconds,
                "steps_per_second": steps_per_second, "examples_per_second": steps_per_second * t.batch_size,
                "train_boards": len(train_ex), "train_pairs": int(len(train_ex.pair_board)),
+               # (board, move) values learnt per second: AV one per example, AV-all a board's moves
+               "move_values_per_second": _move_values_per_second(d.target, train_ex, steps_per_second * t.batch_size),
                "final_train_loss": losses[-1] if losses else None, "test_loss_ema": test_loss,
                "batch_size": t.batch_size, "student": str(out / STUDENT_DIR)}
     (out / "train.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _move_values_per_second(target: str, ex, examples_per_second: float):
+    if target == "av":
+        return examples_per_second
+    if target == "av_all":
+        return examples_per_second * len(ex.pair_board) / max(len(ex), 1)
+    return None
 
 
 def _clock(out: Path, step: int) -> float:

@@ -3,12 +3,13 @@
 A decoder-only transformer *without* causal mask over the FEN tokens (games/fen_tokens.py: 77 ints)
 and, for action values, one action token (index in the 1968-move vocabulary, games/uci_vocab.py):
 
-    tokens [B, 77] (SV, BC) or [B, 78] (AV)
+    tokens [B, 77] (SV, BC, AV-all) or [B, 78] (AV)
       -> prepend a 0 (the reference code's right shift: context 78 for SV/BC, 79 for AV)
       -> token embedding * sqrt(d) + learned positional embedding (table of 79 positions)
       -> L x [x += MHA(LN(x)); x += SwiGLU(LN(x))]       (pre-LayerNorm, as in the public code)
       -> final LayerNorm (the code's `apply_post_ln=True`) -> Dense(output) at the last position
       -> log-softmax                                        [B, K] value bins or [B, 1968] actions
+         (all_action_values: no softmax: [B, 1968] logits, sigmoid = each move's win probability)
 
 Normalisation placement: the public code (searchless_chess/src/transformer.py) normalises *before*
 attention and MLP (pre-LN, LLaMA style) and adds one LayerNorm after the last block; we do the same.
@@ -25,7 +26,9 @@ import jax.numpy as jnp
 
 from models.attention import MultiHeadAttention
 
-Predictor = Literal["action_value", "state_value", "behavioral_cloning"]
+# action_value: (FEN, move) -> bins (the paper); all_action_values: FEN -> one win-probability logit
+# per vocabulary move (every legal move's value from one pass: ~30 AV targets per forward on CPU)
+Predictor = Literal["action_value", "all_action_values", "state_value", "behavioral_cloning"]
 FEN_TOKENS = 77  # length of the tokenised FEN (games/fen_tokens.py)
 NUM_UCI_ACTIONS = 1968  # size of the searchless action vocabulary (games/uci_vocab.py)
 
@@ -51,7 +54,9 @@ class SearchlessConfig:
 
     @property
     def output_size(self) -> int:
-        return NUM_UCI_ACTIONS if self.predictor == "behavioral_cloning" else self.num_return_buckets
+        if self.predictor in ("behavioral_cloning", "all_action_values"):
+            return NUM_UCI_ACTIONS
+        return self.num_return_buckets
 
     @property
     def input_length(self) -> int:
@@ -75,7 +80,8 @@ class SwiGLU(nn.Module):
 
 
 class SearchlessTransformer(nn.Module):
-    """tokens [B, input_length] int -> log-probabilities [B, output_size] (value bins or actions)."""
+    """tokens [B, input_length] int -> log-probabilities [B, output_size] (value bins or actions),
+    or for all_action_values win-probability logits [B, 1968]."""
 
     config: SearchlessConfig
 
@@ -98,4 +104,6 @@ class SearchlessTransformer(nn.Module):
         if cfg.apply_post_ln:
             x = nn.LayerNorm(name="ln_final")(x)
         logits = nn.Dense(cfg.output_size, name="output")(x[:, -1])
+        if cfg.predictor == "all_action_values":
+            return logits
         return jax.nn.log_softmax(logits, axis=-1)

@@ -13,7 +13,7 @@ import pytest
 from arena import make_agent, winprob
 from arena.student_agents import completes_threefold
 from arena.suites.puzzles import Puzzle, solve_puzzle
-from distill import annotate, boards, encoding, losses, student, train
+from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
 from distill.evaluate import evaluate, puzzle_metrics
 from models import checkpoint as model_checkpoint
@@ -41,9 +41,91 @@ def _save_student(path, target, family="searchless"):
 @pytest.fixture(scope="module")
 def students(tmp_path_factory):
     root = tmp_path_factory.mktemp("students")
-    out = {t: _save_student(root / t, t) for t in ("av", "sv", "bc")}
+    out = {t: _save_student(root / t, t) for t in ("av", "av_all", "sv", "bc")}
     out["cf-bc"] = _save_student(root / "cf-bc", "bc", "chessformer")
+    out["cf-av_all"] = _save_student(root / "cf-av_all", "av_all", "chessformer")
     return out
+
+
+def _records(boards_: list[chess.Board]) -> list[dict]:
+    """Annotation-shaped records with made-up values: move i of a board is worth (i + 1) / (n + 1),
+    so the best move is the last legal move in python-chess order."""
+    out = []
+    for b in boards_:
+        moves = [m.uci() for m in b.legal_moves]
+        out.append({"fen": b.fen(), "moves": moves, "value": 0.5,
+                    "values": [(i + 1) / (len(moves) + 1) for i in range(len(moves))]})
+    return out
+
+
+def test_av_all_batches_hold_every_legal_moves_value():
+    recs = _records(BOARDS)
+    ex = dataset.load_examples(recs, range(len(recs)))
+    picks = np.array([3, 0, 3, 2, 1])  # repeats and any order
+    batch = dataset.sample_batch(ex, "av_all", np.random.default_rng(0), 4)
+    assert batch["inputs"].shape == (4, 77) and batch["move_values"].shape == (4, encoding.NUM_ACTIONS)
+    values, mask = dataset.move_values(ex, picks)
+    for row, i in enumerate(picks):
+        rec = recs[i]
+        expected = dict(zip(rec["moves"], rec["values"]))
+        legal = {encoding.action_id(m): v for m, v in expected.items()}
+        assert set(np.flatnonzero(mask[row])) == set(legal)  # exactly the legal moves
+        for a, v in legal.items():
+            assert values[row, a] == pytest.approx(v)
+    cf = dataset.sample_batch(ex, "av_all", np.random.default_rng(0), 4, "chessformer")
+    np.testing.assert_array_equal(cf["move_values"], batch["move_values"])  # same boards drawn
+    drawn = [ex.fens[i] for i in np.random.default_rng(0).integers(0, len(ex), 4)]
+    np.testing.assert_allclose(cf["inputs"], encoding.squares(drawn), atol=1e-3)  # cached, float16
+    np.testing.assert_array_equal(cf["is_black"], encoding.is_black(drawn))
+    policy = dataset.soft_policy(ex, picks)  # one-hot on each board's best (last) move
+    np.testing.assert_array_equal(np.argmax(policy, 1),
+                                  [encoding.action_id(recs[i]["moves"][-1]) for i in picks])
+
+
+def test_chessformer_batches_gather_cached_squares(monkeypatch):
+    """The training path encodes each board once; a batch is then a gather, no python-chess call."""
+    recs = _records(BOARDS)
+    ex = dataset.load_examples(recs, range(len(recs)))
+    first = dataset.sample_batch(ex, "bc", np.random.default_rng(1), 64, "chessformer")
+
+    def no_encoding(*_):
+        raise AssertionError("a batch re-encoded boards")
+    monkeypatch.setattr(encoding, "squares", no_encoding)
+    again = dataset.sample_batch(ex, "bc", np.random.default_rng(1), 64, "chessformer")
+    np.testing.assert_array_equal(first["inputs"], again["inputs"])
+    assert again["inputs"].shape == (64, 64, 112) and again["inputs"].dtype == np.float32
+
+
+def test_av_all_loss_by_hand():
+    logits = jnp.zeros((1, encoding.NUM_ACTIONS)).at[0, 5].set(np.log(3.0))  # sigmoid 0.75
+    values = jnp.zeros_like(logits).at[0, 5].set(1.0).at[0, 9].set(0.5)
+    mask = jnp.zeros_like(logits).at[0, 5].set(1.0).at[0, 9].set(1.0)
+    # move 5: -log 0.75; move 9 (p 0.5, target 0.5): log 2; the board's mean of the two
+    expected = (-np.log(0.75) + np.log(2.0)) / 2
+    out = losses.loss_fn(student.StudentOutput(move_logits=logits),
+                         {"move_values": values, "move_mask": mask}, "av_all", "ce")
+    assert float(out) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("family", ["searchless", "chessformer"])
+def test_av_all_student_learns_every_moves_value(family):
+    recs = _records(BOARDS)
+    ex = dataset.load_examples(recs, range(len(recs)))
+    net_cfg = student.network_config(dataclasses.replace(TINY, family=family), "av_all")
+    module = make_model(net_cfg)
+    batch = dataset.sample_batch(ex, "av_all", np.random.default_rng(0), 4, family)
+    tx = train.make_optimizer(dataclasses.replace(DistillConfig().train, learning_rate=3e-3))
+    state = train.initial_state(module, net_cfg, "av_all", tx, 0)
+    step = train.make_step(module, net_cfg, "av_all", "ce", tx, 0.99)
+    jbatch = {k: jnp.asarray(v) for k, v in batch.items()}
+    for _ in range(300):
+        state, loss = step(state, jbatch)
+    pred = student.predict(module, net_cfg, {"params": state["params"]}, jbatch, "av_all")
+    q = jax.nn.sigmoid(pred.move_logits)
+    mask = batch["move_mask"] > 0
+    assert float(np.max(np.abs(np.where(mask, q - batch["move_values"], 0)))) < 0.1
+    # the student's top legal move is the record's best move on every board
+    assert np.all(np.argmax(np.where(mask, q, -1), 1) == np.argmax(np.where(mask, batch["move_values"], -1), 1))
 
 
 def test_tiny_student_overfits_a_small_batch():
@@ -81,15 +163,16 @@ def test_l2_and_hl_gauss_losses_by_hand():
     np.testing.assert_allclose(hl, hl_gauss_targets(np.array([0.5]), 10), atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["av", "sv", "bc", "cf-bc"])
+@pytest.mark.parametrize("kind", ["av", "av_all", "sv", "bc", "cf-bc", "cf-av_all"])
 def test_each_student_agent_returns_a_legal_move(students, kind):
-    player = make_agent(f"{kind.removeprefix('cf-')}:net={students[kind]}")
+    spec_kind = kind.removeprefix("cf-").replace("av_all", "av")
+    player = make_agent(f"{spec_kind}:net={students[kind]}")
     for board in BOARDS:
         move, info = player.select(board)
         assert move in board.legal_moves
         assert set(info["scores"]) == {m.uci() for m in board.legal_moves}
     with pytest.raises(ValueError, match="holds a"):
-        make_agent(f"{'sv' if kind == 'av' else 'av'}:net={students[kind]}")
+        make_agent(f"{'sv' if spec_kind == 'av' else 'av'}:net={students[kind]}")
 
 
 def test_sv_scores_mate_in_one_as_a_win(students):
