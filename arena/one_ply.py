@@ -13,19 +13,28 @@ import numpy as np
 BoardValues = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
 
 
-def one_ply_values(board: chess.Board, moves: Sequence[chess.Move], board_values: BoardValues) -> np.ndarray:
-    """[len(moves)] win probability for the mover of each move: 1 for a mate, 0.5 for a draw by rule,
-    else 1 - board_values(successor) (one batched call for all non-terminal successors)."""
+def rules_values(board: chess.Board, moves: Sequence[chess.Move]) -> np.ndarray:
+    """[len(moves)] the mover's result of each move that ends the game by the rules (1 mate, 0.5 a
+    draw: stalemate, insufficient material, fivefold, 75 moves), NaN where the game goes on."""
     scores = np.full(len(moves), np.nan)
-    successors, rows = [], []
     for i, move in enumerate(moves):
         board.push(move)
         outcome = board.outcome(claim_draw=False)
         if outcome is not None:
             scores[i] = 0.5 if outcome.winner is None else 1.0
-        else:
-            successors.append(board.copy())
-            rows.append(i)
+        board.pop()
+    return scores
+
+
+def one_ply_values(board: chess.Board, moves: Sequence[chess.Move], board_values: BoardValues) -> np.ndarray:
+    """[len(moves)] win probability for the mover of each move: 1 for a mate, 0.5 for a draw by rule,
+    else 1 - board_values(successor) (one batched call for all non-terminal successors)."""
+    scores = rules_values(board, moves)
+    rows = [i for i in range(len(moves)) if np.isnan(scores[i])]
+    successors = []
+    for i in rows:
+        board.push(moves[i])
+        successors.append(board.copy())
         board.pop()
     if successors:
         scores[rows] = 1.0 - np.asarray(board_values(successors), np.float64)

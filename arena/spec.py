@@ -80,7 +80,8 @@ def search_keys() -> dict[str, Callable[[str], Any]]:
 
 
 _STUDENT = {"net": str, "temperature": _non_negative(float), "temperature_plies": _non_negative(int),
-            "repetition_draw": _bool, "seed": int}
+            "repetition_draw": _bool, "repetition_count": _in_range(2, 3), "rules": _bool,
+            "seed": int}
 
 # kind -> {key: parser}; keys not listed are errors. mcts also takes search_keys().
 _KEYS: dict[str, dict[str, Callable[[str], Any]]] = {

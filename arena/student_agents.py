@@ -13,8 +13,15 @@ SV  the move whose successor has the lowest expected value for the opponent (sco
     a successor that is mate scores 1, a drawn one 0.5
 BC  the most probable legal move (score = log-probability renormalised over legal moves)
 The paper's fixes: with `repetition_draw` (default on) a move that would complete a threefold
-repetition scores 0.5 (AV/SV: a win probability); with `temperature` > 0 a move is sampled from
+repetition scores 0.5 (AV/SV: a win probability); `repetition_count=2` scores 0.5 already for a
+move back to any position of the game, as engines score a repetition inside their search (measured:
+the same 4 / 36 / 0 against random as the paper's fix, fewer threefolds, more 50-move draws;
+docs/distill.md); with `temperature` > 0 a move is sampled from
 softmax(score / temperature), for the first `temperature_plies` plies of the game (default: all).
+With `rules` (default on) an AV student scores a move that ends the game by the rules with the rules'
+value (mate 1, draw 0.5), as the SV student's one-ply rule always does: the 30-minute AV-all student
+scored 55% against random without it (4 / 36 / 0: it won material and could not mate) and 91% with
+it (33 / 7 / 0; docs/distill.md).
 AV/SV report the chosen move's win probability p as the value 2p - 1 (so as centipawns over UCI);
 BC has no value. JAX and the network load only when such an agent is built.
 """
@@ -27,7 +34,7 @@ import chess
 import numpy as np
 
 from arena.agent import Agent, Limit
-from arena.one_ply import one_ply_values
+from arena.one_ply import one_ply_values, rules_values
 
 TARGETS = ("av", "av_all", "sv", "bc")  # the `target` a student's network metadata records
 SPEC_KIND = {"av": "av", "av_all": "av", "sv": "sv", "bc": "bc"}  # the agent spec kind of each target
@@ -40,13 +47,18 @@ def _pad(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x, np.repeat(x[:1], size - n, 0)]) if size > n else x
 
 
-def completes_threefold(board: chess.Board, move: chess.Move) -> bool:
-    """Whether playing `move` makes the resulting position occur for the third time."""
+def repeats_position(board: chess.Board, move: chess.Move, times: int) -> bool:
+    """Whether playing `move` makes the resulting position occur for the `times`-th time (or more)."""
     board.push(move)
     try:
-        return board.is_repetition(3)
+        return board.is_repetition(times)
     finally:
         board.pop()
+
+
+def completes_threefold(board: chess.Board, move: chess.Move) -> bool:
+    """Whether playing `move` makes the resulting position occur for the third time."""
+    return repeats_position(board, move, 3)
 
 
 class StudentAgent(Agent):
@@ -54,7 +66,7 @@ class StudentAgent(Agent):
 
     def __init__(self, network, target: str, name: str = "", temperature: float = 0.0,
                  temperature_plies: Optional[int] = None, repetition_draw: bool = True,
-                 seed: int = 0):
+                 seed: int = 0, repetition_count: int = 3, rules: bool = True):
         """network: a models.checkpoint.Checkpoint of a searchless or Chessformer student;
         target: "av", "av_all", "sv" or "bc" (what it was trained to predict)."""
         import jax
@@ -64,7 +76,10 @@ class StudentAgent(Agent):
         self.name = name or f"student-{target}"
         self.target, self.family = target, network.config.family
         self.temperature, self.temperature_plies = temperature, temperature_plies
-        self.repetition_draw = repetition_draw
+        if repetition_count not in (2, 3):
+            raise ValueError(f"repetition_count must be 2 or 3, got {repetition_count}")
+        self.repetition_draw, self.repetition_count = repetition_draw, repetition_count
+        self.rules = rules
         self._rng = np.random.default_rng(seed)
         module = network.module()
         variables = jax.tree_util.tree_map(jnp.asarray, network.variables)
@@ -137,8 +152,11 @@ class StudentAgent(Agent):
         start = time.perf_counter()
         moves, scores = self.move_scores(board)
         scores = np.asarray(scores, np.float64).copy()
+        if self.rules and self.target in ("av", "av_all"):
+            by_rules = rules_values(board, moves)
+            scores = np.where(np.isnan(by_rules), scores, by_rules)
         if self.repetition_draw and self.target != "bc":
-            scores = np.array([0.5 if completes_threefold(board, m) else s
+            scores = np.array([0.5 if repeats_position(board, m, self.repetition_count) else s
                                for m, s in zip(moves, scores)])
         sampling = self.temperature > 0 and (self.temperature_plies is None
                                              or board.ply() < self.temperature_plies)
@@ -175,4 +193,5 @@ def make_student_agent(spec) -> StudentAgent:
     network, target = load_student(spec.get("net"), spec.kind)
     return StudentAgent(network, target, spec.name, spec.get("temperature", 0.0),
                         spec.get("temperature_plies"), spec.get("repetition_draw", True),
-                        spec.get("seed", 0))
+                        spec.get("seed", 0), spec.get("repetition_count", 3),
+                        spec.get("rules", True))

@@ -30,8 +30,9 @@ def test_search_and_student_keys():
     assert (s.get("max_num_considered_actions"), s.get("dirichlet_alpha"), s.get("root_noise"),
             s.get("temperature")) == (8, 0.3, True, 0.5)
     assert parse_spec("mcts:ckpt=old").get("net") == "old"  # the deprecated key still works
-    s = parse_spec("av:net=p,temperature=1,temperature_plies=8,repetition_draw=false,seed=2")
-    assert (s.get("temperature_plies"), s.get("repetition_draw"), s.get("seed")) == (8, False, 2)
+    s = parse_spec("av:net=p,temperature=1,temperature_plies=8,repetition_draw=false,seed=2,repetition_count=3")
+    assert (s.get("temperature_plies"), s.get("repetition_draw"), s.get("seed"), s.get("repetition_count")) == \
+        (8, False, 2, 3)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -42,6 +43,7 @@ def test_search_and_student_keys():
     ("mcts:net=x,bogus=1", "unknown key 'bogus'"),
     ("policy:net=x,policy=gumbel", "unknown key 'policy'"),
     ("sv:net=x,repetition_draw=maybe", "bad value 'maybe' for 'repetition_draw'"),
+    ("av:net=x,repetition_count=4", "bad value '4' for 'repetition_count'"),
     ("alphabeta", "unknown agent 'alphabeta'"),
     ("stockfish:skil=3", "unknown key 'skil'"),
     ("stockfish:skill=21", "bad value '21' for 'skill'"),

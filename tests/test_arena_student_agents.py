@@ -38,5 +38,5 @@ def test_searchless_agent_plays_legal_moves(tmp_path, target):
 
 def test_spec_kind_must_match_the_student(tmp_path):
     path = _student(tmp_path, "bc")
-    with pytest.raises(ValueError, match="bc student, not sv"):
+    with pytest.raises(ValueError, match=r"bc student: play it as bc:net=\.\.\., not sv:"):
         make_agent(f"sv:net={path}")

@@ -175,6 +175,17 @@ def test_each_student_agent_returns_a_legal_move(students, kind):
         make_agent(f"{'sv' if spec_kind == 'av' else 'av'}:net={students[kind]}")
 
 
+@pytest.mark.parametrize("kind", ["av", "av_all"])
+def test_av_scores_a_mating_move_by_the_rules(students, kind):
+    player = make_agent(f"av:net={students[kind]}")
+    move, info = player.select(BOARDS[3])  # Ra8 mates
+    assert move.uci() == "a1a8" and info["scores"]["a1a8"] == 1.0
+    raw = make_agent(f"av:net={students[kind]},rules=false").select(BOARDS[3])[1]["scores"]
+    assert raw["a1a8"] < 1.0  # the untrained network alone does not know it
+    assert {m: v for m, v in raw.items() if m != "a1a8"} == \
+        {m: v for m, v in info["scores"].items() if m != "a1a8"}
+
+
 def test_sv_scores_mate_in_one_as_a_win(students):
     player = make_agent(f"sv:net={students['sv']}")
     move, info = player.select(BOARDS[3])
@@ -208,6 +219,18 @@ def test_repetition_fix_scores_the_threefold_move_at_half(students):
         assert s_fixed["f6g8"] == 0.5 and s_raw["f6g8"] != 0.5
         assert {m: s for m, s in s_fixed.items() if m != "f6g8"} == \
             {m: s for m, s in s_raw.items() if m != "f6g8"}
+    # repetition_count=2 already scores a first return to a position at 0.5 (3, the paper's, not)
+    once = chess.Board()
+    for uci in ["g1f3", "g8f6", "f3g1"]:
+        once.push_uci(uci)
+    assert not completes_threefold(once, chess.Move.from_uci("f6g8"))
+    for kind in ("av", "av_all", "sv"):
+        spec = f"{'av' if kind == 'av_all' else kind}:net={students[kind]}"
+        twofold, paper = make_agent(f"{spec},repetition_count=2"), make_agent(spec)
+        s_two, s_paper = twofold.select(once)[1]["scores"], paper.select(once)[1]["scores"]
+        assert s_two["f6g8"] == 0.5 and s_paper["f6g8"] != 0.5
+        assert {m: s for m, s in s_two.items() if m != "f6g8"} == \
+            {m: s for m, s in s_paper.items() if m != "f6g8"}
 
 
 def test_temperature_samples_early_moves(students):
