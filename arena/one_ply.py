@@ -13,29 +13,34 @@ import numpy as np
 BoardValues = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
 
 
-def rules_values(board: chess.Board, moves: Sequence[chess.Move]) -> np.ndarray:
-    """[len(moves)] the mover's result of each move that ends the game by the rules (1 mate, 0.5 a
-    draw: stalemate, insufficient material, fivefold, 75 moves), NaN where the game goes on."""
+def _by_rules(board: chess.Board, moves: Sequence[chess.Move], keep_successors: bool):
+    """(scores [len(moves)]: the rules' value or NaN, rows of the non-terminal moves, their
+    successor boards if `keep_successors`): one push per move."""
     scores = np.full(len(moves), np.nan)
+    rows, successors = [], []
     for i, move in enumerate(moves):
         board.push(move)
         outcome = board.outcome(claim_draw=False)
         if outcome is not None:
             scores[i] = 0.5 if outcome.winner is None else 1.0
+        else:
+            rows.append(i)
+            if keep_successors:
+                successors.append(board.copy())
         board.pop()
-    return scores
+    return scores, rows, successors
+
+
+def rules_values(board: chess.Board, moves: Sequence[chess.Move]) -> np.ndarray:
+    """[len(moves)] the mover's result of each move that ends the game by the rules (1 mate, 0.5 a
+    draw: stalemate, insufficient material, fivefold, 75 moves), NaN where the game goes on."""
+    return _by_rules(board, moves, keep_successors=False)[0]
 
 
 def one_ply_values(board: chess.Board, moves: Sequence[chess.Move], board_values: BoardValues) -> np.ndarray:
     """[len(moves)] win probability for the mover of each move: 1 for a mate, 0.5 for a draw by rule,
     else 1 - board_values(successor) (one batched call for all non-terminal successors)."""
-    scores = rules_values(board, moves)
-    rows = [i for i in range(len(moves)) if np.isnan(scores[i])]
-    successors = []
-    for i in rows:
-        board.push(moves[i])
-        successors.append(board.copy())
-        board.pop()
+    scores, rows, successors = _by_rules(board, moves, keep_successors=True)
     if successors:
         scores[rows] = 1.0 - np.asarray(board_values(successors), np.float64)
     return scores

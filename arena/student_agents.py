@@ -32,6 +32,7 @@ from typing import Optional
 
 import chess
 import numpy as np
+from scipy.special import expit
 
 from arena.agent import Agent, Limit
 from arena.one_ply import one_ply_values, rules_values
@@ -140,7 +141,7 @@ class StudentAgent(Agent):
             logprobs = self._searchless(np.concatenate([tokens, ids[:, None]], 1))
             return moves, np.asarray(expected_bin_value(logprobs))
         if self.target == "av_all":
-            return moves, 1.0 / (1.0 + np.exp(-self._move_logits(board)[ids].astype(np.float64)))
+            return moves, expit(self._move_logits(board)[ids].astype(np.float64))
         if self.target == "bc":
             legal = self._move_logits(board)[ids]
             return moves, legal - np.logaddexp.reduce(legal)

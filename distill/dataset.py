@@ -36,20 +36,25 @@ class Examples:
     pair_action: np.ndarray  # [P] action id of each legal move
     pair_value: np.ndarray  # [P] AV target win probability
     pair_policy: np.ndarray  # [P] soft BC target (record policy, else one-hot on best)
-    _squares: np.ndarray | None = None  # [N, 64, 112] float16 Chessformer inputs, encoded on first use
+    _squares: np.ndarray | None = None  # [N, 64, 112] float16 Chessformer inputs (encode_squares)
+    _is_black: np.ndarray | None = None  # [N] bool, black to move (encode_squares)
 
     def __len__(self) -> int:
         return len(self.fens)
 
-    def squares(self, boards: np.ndarray) -> np.ndarray:
-        """[B, 64, 112] float32 Chessformer inputs of `boards` (FEN only: no history planes). Every
-        board is encoded once, on the first call (python-chess per board: ~0.6 ms each), so
-        batches afterwards are one gather."""
+    def encode_squares(self) -> None:
+        """Encodes every board's Chessformer inputs once (FEN only: no history planes; python-chess
+        per board, ~0.6 ms each), so batches afterwards are gathers. Does nothing the second time."""
         if self._squares is None:
             chunks = [encoding.squares(self.fens[i:i + 4096]).astype(np.float16)
                       for i in range(0, len(self.fens), 4096)]
             self._squares = np.concatenate(chunks) if chunks else np.zeros((0, 64, 112), np.float16)
-        return self._squares[boards].astype(np.float32)
+            self._is_black = encoding.is_black(self.fens)
+
+    def chessformer_inputs(self, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """([B, 64, 112] float32 squares, [B] bool black to move) of `boards`."""
+        self.encode_squares()
+        return self._squares[boards].astype(np.float32), self._is_black[boards]
 
     def pairs_of(self, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row, pair) index arrays of every legal move of `boards` [B]: row in [0, B), pair into
@@ -131,8 +136,7 @@ def sample_batch(ex: Examples, target: str, rng: np.random.Generator, batch_size
             if bc_soft:
                 batch["policy"] = soft_policy(ex, boards)
     if family == "chessformer":
-        batch["inputs"] = ex.squares(boards)
-        batch["is_black"] = encoding.is_black([ex.fens[b] for b in boards])
+        batch["inputs"], batch["is_black"] = ex.chessformer_inputs(boards)
     return batch
 
 

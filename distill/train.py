@@ -96,7 +96,7 @@ def train(cfg) -> dict:
     sample = lambda ex: dataset.sample_batch(ex, d.target, rng, t.batch_size, net_cfg.family,
                                              d.sampler, d.bc_soft)
     if net_cfg.family == "chessformer":  # encode every board once, before the clock starts
-        train_ex.squares(np.zeros(0, np.int64))
+        train_ex.encode_squares()
     writer = SummaryWriter(str(out / "tb"))
     losses, start, step = [], time.time(), start_step
     compiled_at, compiled_step = start, start_step
