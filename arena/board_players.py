@@ -18,59 +18,78 @@ WINDOWS = ([[(r, c + i) for i in range(4)] for r in range(ROWS) for c in range(C
            + [[(r + 3 - i, c + i) for i in range(4)] for r in range(ROWS - 3) for c in range(COLS - 3)])
 
 
-def _drop(board: np.ndarray, col: int, who: int) -> np.ndarray | None:
-    """board [6, 7] (0 empty, 1 side to move, 2 opponent; row 5 = bottom) with a piece in col."""
-    rows = np.flatnonzero(board[:, col] == 0)
-    if rows.size == 0:
-        return None
-    b = board.copy()
-    b[rows[-1], col] = who
-    return b
+# Bitboards (python ints): column c, height h from the bottom (row ROWS - 1) is bit c * 7 + h; each
+# column's seventh bit stays empty so that shifted lines never wrap into the next column.
+_H = ROWS + 1
+_TOP = [1 << (c * _H + ROWS - 1) for c in range(COLS)]
+_ORDER = sorted(range(COLS), key=lambda c: abs(c - 3))  # centre first: the same order as ever
+_WINDOW_MASKS = [sum(1 << (c * _H + ROWS - 1 - r) for r, c in w) for w in WINDOWS]
+_WINDOW_SCORE = (0, 1, 4, 16, 0)
 
 
-def _wins(board: np.ndarray, who: int) -> bool:
-    return any(all(board[r, c] == who for r, c in w) for w in WINDOWS)
+def _bits(board: np.ndarray, who: int) -> int:
+    """board [6, 7] (0 empty, 1 side to move, 2 opponent; row 5 = bottom) -> bitboard of `who`."""
+    rows, cols = np.nonzero(board == who)
+    return sum(1 << (int(c) * _H + ROWS - 1 - int(r)) for r, c in zip(rows, cols))
 
 
-def _heuristic(board: np.ndarray) -> float:
-    score = 0.0
-    for w in WINDOWS:
-        cells = [board[r, c] for r, c in w]
-        mine, theirs = cells.count(1), cells.count(2)
-        if theirs == 0:
-            score += (0, 1, 4, 16, 0)[mine]
-        elif mine == 0:
-            score -= (0, 1, 4, 16, 0)[theirs]
-    return score
+def _drop_bit(occupied: int, col: int) -> int:
+    """The bit a piece dropped in `col` lands on (the column's lowest empty cell)."""
+    height = ((occupied >> (col * _H)) & ((1 << ROWS) - 1)).bit_count()
+    return 1 << (col * _H + height)
 
 
-def _negamax(board, depth, alpha, beta) -> float:
-    """Value for the side to move (1) of `board`."""
-    if _wins(board, 2):
+def _wins(bits: int) -> bool:
+    for shift in (1, _H, _H - 1, _H + 1):  # vertical, horizontal, the two diagonals
+        pairs = bits & (bits >> shift)
+        if pairs & (pairs >> (2 * shift)):
+            return True
+    return False
+
+
+def _heuristic(mine: int, theirs: int) -> float:
+    """Open windows of four: 1, 4, 16 for one, two, three pieces of one side and none of the other."""
+    score = 0
+    for mask in _WINDOW_MASKS:
+        a, b = mine & mask, theirs & mask
+        if not b:
+            score += _WINDOW_SCORE[a.bit_count()]
+        elif not a:
+            score -= _WINDOW_SCORE[b.bit_count()]
+    return float(score)
+
+
+def _negamax(mine: int, theirs: int, depth: int, alpha: float, beta: float) -> float:
+    """Value for the side to move (`mine`), `theirs` having just moved."""
+    if _wins(theirs):
         return -1e6 - depth
-    moves = [c for c in range(COLS) if board[0, c] == 0]
+    occupied = mine | theirs
+    moves = [c for c in _ORDER if not occupied & _TOP[c]]
     if not moves:
         return 0.0
     if depth == 0:
-        return _heuristic(board)
+        return _heuristic(mine, theirs)
     best = -np.inf
-    for c in sorted(moves, key=lambda c: abs(c - 3)):
-        child = _drop(board, c, 1)
-        swapped = np.where(child == 1, 2, np.where(child == 2, 1, 0))
-        best = max(best, -_negamax(swapped, depth - 1, -beta, -alpha))
+    for c in moves:
+        best = max(best, -_negamax(theirs, mine | _drop_bit(occupied, c), depth - 1, -beta, -alpha))
         alpha = max(alpha, best)
         if alpha >= beta:
             break
     return best
 
 
+def alphabeta_scores(board: np.ndarray, depth: int) -> dict[int, float]:
+    """Negamax value (window heuristic at the leaves, +-1e6 for wins) of each legal column of `board`
+    [6, 7] (0 empty, 1 side to move, 2 opponent; row 5 = bottom) for the side to move."""
+    mine, theirs = _bits(board, 1), _bits(board, 2)
+    occupied = mine | theirs
+    return {c: -_negamax(theirs, mine | _drop_bit(occupied, c), depth - 1, -np.inf, np.inf)
+            for c in range(COLS) if not occupied & _TOP[c]}
+
+
 def alphabeta_move(board: np.ndarray, depth: int, rng) -> int:
-    scores = {}
-    for c in range(COLS):
-        child = _drop(board, c, 1)
-        if child is not None:
-            swapped = np.where(child == 1, 2, np.where(child == 2, 1, 0))
-            scores[c] = -_negamax(swapped, depth - 1, -np.inf, np.inf)
+    """The best column by `alphabeta_scores` (random among equally good ones)."""
+    scores = alphabeta_scores(board, depth)
     best = max(scores.values())
     return int(rng.choice([c for c, s in scores.items() if s >= best - 1e-9]))
 
