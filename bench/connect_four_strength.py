@@ -6,7 +6,9 @@ alpha-beta player (arena/board_players.py), as either colour. Prints ONE JSON ob
 
 The agent is the run's latest network (runs/<name>/network) with the run's search, played
 deterministically (no Gumbel noise, no temperature). Alpha-beta: negamax to `depth` plies with a
-window-count heuristic, random among equally good moves.
+window-count heuristic, random among equally good moves. The first `--random-plies` plies of every
+game (2, as the in-run evaluator's openings) are uniform random for both sides: a deterministic agent
+from the empty board would otherwise replay one game against each tie-break of alpha-beta.
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ from search import make_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 
 
-def play(agent_search, variables, game, opponent, num_games: int, agent_first: bool, seed: int) -> dict:
+def play(agent_search, variables, game, opponent, num_games: int, agent_first: bool, seed: int,
+         random_plies: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     states = game.init(jax.random.split(jax.random.PRNGKey(seed), num_games))
     agent = np.asarray(states.current_player) if agent_first else 1 - np.asarray(states.current_player)
@@ -46,7 +49,10 @@ def play(agent_search, variables, game, opponent, num_games: int, agent_first: b
         legal = np.asarray(game.legal_mask(states))
         to_move = np.asarray(states.current_player)
         actions = np.asarray(out.action).copy()
-        for b in np.flatnonzero(~done & (to_move != agent)):
+        for b in np.flatnonzero(~done & ((to_move != agent) | (ply < random_plies))):
+            if ply < random_plies:
+                actions[b] = rng.choice(np.flatnonzero(legal[b]))
+                continue
             board = obs[b, ..., 0] * 1 + obs[b, ..., 1] * 2
             actions[b] = rng.choice(np.flatnonzero(legal[b])) if opponent is None else opponent(board, rng)
         states = step(states, jnp.asarray(np.maximum(actions, 0)))
@@ -61,6 +67,7 @@ def main() -> None:
     p.add_argument("--depth", type=int, default=4, help="alpha-beta search depth (plies)")
     p.add_argument("--random-games", type=int, default=100, help="games per colour against random")
     p.add_argument("--alphabeta-games", type=int, default=20, help="games per colour against alpha-beta")
+    p.add_argument("--random-plies", type=int, default=2, help="uniform random opening plies of every game")
     args = p.parse_args()
     cfg = from_dict(SelfPlayConfig, yaml.safe_load(open(os.path.join(args.run, "config.yaml"))))
     ckpt = network_checkpoint.load(os.path.join(args.run, "network"))
@@ -69,11 +76,13 @@ def main() -> None:
     search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False)
     search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
     result = {"run": args.run, "step": ckpt.metadata.get("step"),
-              "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth}
+              "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,
+              "random_plies": args.random_plies}
     ab = lambda board, rng: alphabeta_move(board, args.depth, rng)
     for name, opponent, n in (("random", None, args.random_games), ("alphabeta", ab, args.alphabeta_games)):
         for first in (True, False):
-            r = play(search, ckpt.variables, game, opponent, n, first, seed=int(first))
+            r = play(search, ckpt.variables, game, opponent, n, first, seed=int(first),
+                     random_plies=args.random_plies)
             result[f"vs_{name}_{'first' if first else 'second'}"] = r
         total = [result[f"vs_{name}_first"], result[f"vs_{name}_second"]]
         result[f"win_rate_vs_{name}"] = sum(t["wins"] for t in total) / (2 * n)
