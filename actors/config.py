@@ -19,6 +19,12 @@ class ActorConfig:
     resign_disabled_fraction: float = 0.1  # games that never resign, to measure resignation false positives
     resign_enabled: bool = True  # turn resignation off altogether
     max_restarts: int = 10  # Ray restarts an actor whose process died (kill -9, OOM) this many times; -1: always
+    # Playout cap randomization (KataGo): a ply is a full search (search.num_simulations, its policy
+    # target trained) with this probability, else a fast one (fast_simulations, no root noise; its
+    # position trains the value only). More games per hour for the value, fewer but better-searched
+    # policy targets. 1.0: every ply full (off).
+    full_search_fraction: float = 1.0
+    fast_simulations: int = 8  # simulations of a fast ply (must be below search.num_simulations)
 
     def __post_init__(self):
         if self.num_actors < 1 or self.games_per_actor < 1 or self.plies_per_call < 1:
@@ -27,5 +33,9 @@ class ActorConfig:
             raise ValueError(f"resign_disabled_fraction must be in [0, 1], got {self.resign_disabled_fraction}")
         if self.num_cpus < 0 or self.num_gpus < 0:
             raise ValueError("num_cpus and num_gpus must be >= 0")
+        if not 0.0 < self.full_search_fraction <= 1.0:
+            raise ValueError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
+        if self.fast_simulations < 1:
+            raise ValueError(f"fast_simulations must be >= 1, got {self.fast_simulations}")
         if self.max_restarts < -1:
             raise ValueError("max_restarts must be >= 0, or -1 for no limit")

@@ -43,6 +43,7 @@ class _GameLog:
     child_q: list = dataclasses.field(default_factory=list)
     root_value: list = dataclasses.field(default_factory=list)
     actions: list = dataclasses.field(default_factory=list)
+    full_search: list = dataclasses.field(default_factory=list)
     would_resign: int = -1
     serial: int = 0
 
@@ -74,6 +75,13 @@ class SelfPlayActor:
         self.game = games.make(game_name)
         self.net = models.make_network(network_cfg, self.game.spec)
         self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg)
+        self.fast_search = None  # playout cap randomization's cheap search (actors/config.py)
+        if actor_cfg.full_search_fraction < 1.0:
+            if actor_cfg.fast_simulations >= search_cfg.num_simulations:
+                raise ValueError(f"actors.fast_simulations ({actor_cfg.fast_simulations}) must be below "
+                                 f"search.num_simulations ({search_cfg.num_simulations})")
+            fast_cfg = dataclasses.replace(search_cfg, num_simulations=actor_cfg.fast_simulations, root_noise=False)
+            self.fast_search = search_lib.make_search(self.game, make_evaluate(self.net), fast_cfg)
         self.replay = replay
         self.store = param_store
         self.session = f"{time.time_ns() // 1_000_000:x}"  # distinguishes game ids across resumes and restarts
@@ -129,11 +137,12 @@ class SelfPlayActor:
         for _ in range(num_plies):
             self._poll_parameters()
             self.key, key = jax.random.split(self.key)
-            out = self.search(self.variables, self.states, key)
+            full = self.fast_search is None or self.rng.random() < self.cfg.full_search_fraction
+            out = (self.search if full else self.fast_search)(self.variables, self.states, key)
             obs, to_play = jax.device_get(self._observe(self.states))
             action, slots, visits, pi, q, v = jax.device_get(
                 (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value))
-            resign = self._record_ply(obs, to_play, action, slots, visits, pi, q, v)
+            resign = self._record_ply(obs, to_play, action, slots, visits, pi, q, v, full)
             self.states = self._step(self.states, jnp.asarray(action))
             positions += len(self.logs)
             done, capped, rewards = jax.device_get(self._finish(self.states))
@@ -153,7 +162,7 @@ class SelfPlayActor:
             game_plies=tuple(r.plies for r in finished), version=self.version,
             seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id())
 
-    def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v) -> np.ndarray:
+    def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v, full: bool = True) -> np.ndarray:
         """Logs each game's position; returns [B] the resigning pgx player id or -1."""
         resign = np.full(len(self.logs), -1)
         for b, log in enumerate(self.logs):
@@ -178,6 +187,7 @@ class SelfPlayActor:
             log.child_q.append(q[b, :n])
             log.root_value.append(float(v[b]))
             log.actions.append(int(action[b]))
+            log.full_search.append(full)
         return resign
 
     def _close_game(self, b: int, rewards: np.ndarray, capped: bool, resigner: int) -> GameRecord:
@@ -198,5 +208,6 @@ class SelfPlayActor:
             child_q=cat(log.child_q, np.float32), root_value=np.asarray(log.root_value, np.float32),
             rewards=np.asarray(rewards, np.float32), termination=termination,
             resign_disabled=log.resign_disabled, resign_would_have=log.would_resign,
+            full_search=np.asarray(log.full_search, bool),
             param_versions=np.asarray([log.first_version, self.version], np.int64), created=time.time(),
         )

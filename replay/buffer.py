@@ -135,7 +135,8 @@ class ReplayBuffer:
         """Uniform positions of the window as padded arrays (W = max_legal_actions):
 
         observation [B, *obs_shape], legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
-        z [B] float32 outcome for the side to move, q [B] float32 the search's root value there.
+        z [B] float32 outcome for the side to move, q [B] float32 the search's root value there,
+        policy_weight [B] float32 1 where pi came from a full search (0: a fast ply's, not trained).
         """
         if self._window_positions == 0:
             raise ValueError("the replay buffer is empty")
@@ -149,6 +150,7 @@ class ReplayBuffer:
         policy = np.zeros((batch_size, W), np.float32)
         z = np.zeros(batch_size, np.float32)
         q = np.zeros(batch_size, np.float32)
+        weight = np.zeros(batch_size, np.float32)
         obs = []
         games = self._games
         for b, (gi, pos) in enumerate(zip(game_idx, flat)):
@@ -159,8 +161,10 @@ class ReplayBuffer:
             policy[b, : hi - lo] = g.policy[lo:hi]
             z[b] = g.rewards[g.to_play[t]]
             q[b] = g.root_value[t]
+            weight[b] = g.full_search[t]
             obs.append(g.observation(t))
-        return TrainingBatch(observation=np.stack(obs), legal_actions=legal, policy=policy, z=z, q=q)
+        return TrainingBatch(observation=np.stack(obs), legal_actions=legal, policy=policy, z=z, q=q,
+                             policy_weight=weight)
 
     def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""

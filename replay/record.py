@@ -10,13 +10,16 @@ A record holds, per position t (T = plies played):
   child_q       the search's Q value of each move, from the side to move
   root_value    [T] the search's root value, from the side to move
   actions       [T] the pgx action played
+  full_search   [T] bool: searched with the full simulation budget (playout cap randomization,
+                actors/config.py: a fast ply's policy target is not trained on)
 and per game: the outcome (`rewards` [2] per pgx player id), plies, how it ended, the parameter
 versions that played it, the resignation bookkeeping, and the init key (with `actions` it rebuilds
 every pgx state exactly, e.g. for FEN + move history in the corpus or PGN).
 
 On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]`, `body` the
 msgpack map of the fields with arrays as little-endian bytes, so corruption is detected per record.
-Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`. Both are read.
+Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`; 3 adds `full_search`
+(older records: every ply full). All are read.
 """
 from __future__ import annotations
 
@@ -28,8 +31,8 @@ import msgpack
 import numpy as np
 
 MAGIC = "zcgr"
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 _RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> today's
 
 
@@ -45,7 +48,7 @@ class SchemaError(RecordError):
 _ARRAYS = {
     "init_key": "<u4", "actions": "<i4", "to_play": "<i1", "num_legal": "<i2",
     "legal_actions": "<i4", "policy": "<f4", "child_q": "<f4", "root_value": "<f4",
-    "rewards": "<f4", "param_versions": "<i8",
+    "rewards": "<f4", "param_versions": "<i8", "full_search": "|b1",
 }
 
 
@@ -72,6 +75,11 @@ class GameRecord:
     resign_would_have: int  # never-resign games: pgx player id that would have resigned first, or -1
     param_versions: np.ndarray  # [2] first and last parameter version that played this game
     created: float  # unix time the game finished
+    full_search: np.ndarray | None = None  # [T] bool, a full search at each ply (None: every ply)
+
+    def __post_init__(self):
+        if self.full_search is None:
+            self.full_search = np.ones(len(self.actions), bool)
 
     @property
     def plies(self) -> int:
@@ -135,6 +143,8 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
             body[new] = body.pop(old)
         kwargs = {}
         for f in dataclasses.fields(GameRecord):
+            if f.name == "full_search" and version < 3:
+                continue  # older records: every ply a full search (the default)
             value = body[f.name]
             if f.name in _ARRAYS:
                 value = np.frombuffer(value, dtype=_ARRAYS[f.name]).copy()
@@ -144,7 +154,8 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
         record = GameRecord(**kwargs)
     except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
         raise RecordError(f"{where}: malformed record body ({e})") from None
-    if int(record.num_legal.sum()) != len(record.policy) or len(record.observations) != record.plies:
+    if (int(record.num_legal.sum()) != len(record.policy) or len(record.observations) != record.plies
+            or len(record.full_search) != record.plies):
         raise RecordError(f"{where}: inconsistent record lengths")
     return record
 

@@ -79,3 +79,7 @@ class SelfPlayConfig:
             raise ValueError(f"name must be a plain directory name, got {self.name!r}")
         if self.max_minutes < 0 or self.ray_num_cpus < 1 or self.ray_object_store_mb < 64:
             raise ValueError("max_minutes >= 0, ray_num_cpus >= 1 and ray_object_store_mb >= 64 required")
+        if self.actors.full_search_fraction < 1.0 and self.actors.fast_simulations >= self.search.num_simulations:
+            raise ValueError(f"actors.fast_simulations ({self.actors.fast_simulations}) must be below "
+                             f"search.num_simulations ({self.search.num_simulations}) with playout cap "
+                             f"randomization (actors.full_search_fraction < 1)")
