@@ -76,10 +76,7 @@ class SelfPlayActor:
         self.net = models.make_network(network_cfg, self.game.spec)
         self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg)
         self.fast_search = None  # playout cap randomization's cheap search (actors/config.py)
-        if actor_cfg.full_search_fraction < 1.0:
-            if actor_cfg.fast_simulations >= search_cfg.num_simulations:
-                raise ValueError(f"actors.fast_simulations ({actor_cfg.fast_simulations}) must be below "
-                                 f"search.num_simulations ({search_cfg.num_simulations})")
+        if actor_cfg.full_search_fraction < 1.0:  # SelfPlayConfig checks fast < full simulations
             fast_cfg = dataclasses.replace(search_cfg, num_simulations=actor_cfg.fast_simulations, root_noise=False)
             self.fast_search = search_lib.make_search(self.game, make_evaluate(self.net), fast_cfg)
         self.replay = replay
@@ -162,7 +159,7 @@ class SelfPlayActor:
             game_plies=tuple(r.plies for r in finished), version=self.version,
             seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id())
 
-    def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v, full: bool = True) -> np.ndarray:
+    def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v, full: bool) -> np.ndarray:
         """Logs each game's position; returns [B] the resigning pgx player id or -1."""
         resign = np.full(len(self.logs), -1)
         for b, log in enumerate(self.logs):

@@ -44,17 +44,16 @@ def play(agent_search, variables, game, opponent, num_games: int, agent_first: b
         done = np.asarray(game.terminal(states))
         if done.all():
             break
-        out = agent_search(variables, states, jax.random.PRNGKey(ply))
+        random_ply = ply < random_plies  # both sides random: no search needed
+        actions = np.zeros(num_games, np.int32) if random_ply else \
+            np.asarray(agent_search(variables, states, jax.random.PRNGKey(ply)).action).copy()
         obs = np.asarray(game.observe(states))
         legal = np.asarray(game.legal_mask(states))
         to_move = np.asarray(states.current_player)
-        actions = np.asarray(out.action).copy()
-        for b in np.flatnonzero(~done & ((to_move != agent) | (ply < random_plies))):
-            if ply < random_plies:
-                actions[b] = rng.choice(np.flatnonzero(legal[b]))
-                continue
+        for b in np.flatnonzero(~done & ((to_move != agent) | random_ply)):
             board = obs[b, ..., 0] * 1 + obs[b, ..., 1] * 2
-            actions[b] = rng.choice(np.flatnonzero(legal[b])) if opponent is None else opponent(board, rng)
+            random_move = opponent is None or random_ply
+            actions[b] = rng.choice(np.flatnonzero(legal[b])) if random_move else opponent(board, rng)
         states = step(states, jnp.asarray(np.maximum(actions, 0)))
         rewards += np.asarray(states.rewards)
     reward = rewards[np.arange(num_games), agent]

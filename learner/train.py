@@ -100,7 +100,7 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
                              train=True, mutable=["batch_stats"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
-    policy_loss = _weighted_mean(cross_entropy, getattr(batch, "policy_weight", None))
+    policy_loss = _weighted_mean(cross_entropy, batch.policy_weight)
     z = jnp.asarray(batch.z).astype(jnp.float32)
     value_loss = jnp.mean((value_target(cfg, batch) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
