@@ -63,6 +63,7 @@ class ReplayBuffer:
         self._window_positions = 0
         self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
         self._writer: chunks.ChunkWriter | None = None
+        self._closed = False  # after close() no game is written: the run's totals are final
         if reload:
             self.reload()
 
@@ -106,6 +107,8 @@ class ReplayBuffer:
     # -- writing ---------------------------------------------------------------------------------
     def add(self, frame: bytes) -> dict:
         """Stores one encoded record; returns the totals once it is on disk (the acknowledgement)."""
+        if self._closed:  # an actor still playing while the run stops: its game is not acknowledged
+            raise RuntimeError("the replay buffer is closed: the run is stopping")
         record = decode(frame, where="record from actor")
         self._writer.append(record)
         self._retention.count(self._writer.path, record.plies, self._admit(record))
@@ -190,5 +193,9 @@ class ReplayBuffer:
         from replay import corpus  # lazily: `python -m replay.corpus` runs that module as __main__
         return corpus.freeze(self.directory, out_dir)
 
-    def close(self) -> None:
+    def close(self) -> ReplayStats:
+        """Stops writing (a later `add` fails unacknowledged); returns the final totals, which count
+        exactly the games on disk."""
+        self._closed = True
         self._writer.close()
+        return self.stats()

@@ -518,11 +518,11 @@ class _Session:
         try:  # after Ctrl-C the local Ray processes may be gone already; the checkpoint is saved
             self._count_restarts()
             location = self.learner.location()
-            final = ray.get(self.replay.stats.remote(), timeout=60)
+            # closed first: a game an actor finishes meanwhile is refused, not counted after the totals
+            final = ray.get(self.replay.close.remote(), timeout=60)
             games_total, positions_total = final.games_total, final.positions_total
             if self.cfg.freeze_corpus_on_exit:
                 ray.get(self.replay.freeze.remote(str(self.run_dir / "corpus")))
-            ray.get(self.replay.close.remote(), timeout=60)
             for a in self.actors:
                 ray.kill(a)
             self.finish_evaluation()

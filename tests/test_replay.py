@@ -100,6 +100,19 @@ def test_buffer_persists_every_acknowledged_game_and_reloads(tmp_path):
     assert [r.game_id for r in chunks.read_all(tmp_path)] == ids + ["g8"]
 
 
+def test_closed_buffer_refuses_games_and_its_totals_match_the_disk(tmp_path):
+    """The run's summary takes its totals from close(): a game an actor finishes after it is refused
+    (unacknowledged), so the totals count exactly the games on disk."""
+    buf = ReplayBuffer(tmp_path, ReplayConfig(games_per_chunk=2), num_actions=9, max_legal_actions=9)
+    for i in range(3):
+        buf.add(encode(make_record(f"g{i}", 4, seed=i)))
+    final = buf.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        buf.add(encode(make_record("late", 4)))
+    on_disk = list(chunks.read_all(tmp_path))
+    assert (final.games_total, final.positions_total) == (len(on_disk), sum(r.plies for r in on_disk)) == (3, 12)
+
+
 def test_corpus_command_freezes_a_run_and_refuses_damage_with_one_line(tmp_path, capsys):
     from replay import corpus
     buf = ReplayBuffer(tmp_path / "run" / "replay", ReplayConfig(games_per_chunk=1), num_actions=4672,
