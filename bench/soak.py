@@ -11,7 +11,11 @@ Every `--interval` seconds (default 60) it samples
     learner_rss       the learner actor, or the driver  (ray::Learner...)
     actors_rss        each self-play actor by pid, and their total   (ray::SelfPlayActor...)
     raylet_rss        Ray's raylet (it maps the object store)
-    object_store_bytes  /dev/shm in use (Ray's object store lives there on Linux; the whole tmpfs)
+    object_store_bytes  bytes of live objects in Ray's object store (plasma): the raylet's total minus
+                      available `object_store_memory`, read from the `debug_state.txt` it rewrites every
+                      10 s in its session's logs (no Ray client: attaching must not join the cluster)
+    shm_bytes         /dev/shm in use: the pages plasma has touched, a high-water mark that never
+                      shrinks; reported without a goal (it was the object store figure before)
     replay_disk_bytes   the files under runs/<name>/replay/
 Ray's worker processes are descendants of a driver that started local Ray (not with --ray-address:
 there only the driver and the replay directory are sampled). It stops when the driver exits or after
@@ -19,7 +23,8 @@ there only the driver and the replay directory are sampled). It stops when the d
 and prints one JSON object: the samples and, per figure, its growth from the first sample at or after
 `--from-minute` (default 10: the replay window is full by then in chess_cpu) to the last sample that
 still has as many self-play actors (samples taken during the shutdown, actors gone, do not count).
-Goal: growth < 10% for every memory figure (`ok`); replay_disk_bytes grows with the games stored
+Growth compares each figure's peak over the window's first 5 minutes with its peak over the last 5
+(`--span-minutes`). Goal: growth < 10% for every memory figure (`ok`); replay_disk_bytes grows with the games stored
 (unless replay.disk_positions is set) and is reported without a goal.
 """
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -41,7 +47,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 MEMORY_FIGURES = ("driver_rss", "replay_rss", "learner_rss", "actors_rss_total", "raylet_rss", "object_store_bytes")
+REPORTED = ("shm_bytes", "replay_disk_bytes")  # growth reported, no goal
+# The raylet's resource line: "Local resources: {"total":{... object_store_memory: [N] ...}, "available": {...}}",
+# quantities in units of 1/10000 (Ray's fixed point).
+_STORE_TOTAL = re.compile(r'Local resources: \{"total":\{[^}]*?object_store_memory: \[(\d+)\]')
+_STORE_AVAILABLE = re.compile(r'Local resources: .*?"available": \{[^}]*?object_store_memory: \[(\d+)\]')
 GOAL = 0.10  # growth allowed once the replay window is full
+SPAN_MINUTES = 5.0  # growth compares the peaks of the window's first and last 5 minutes
 
 
 def run_dir_of_driver(proc: psutil.Process) -> Path:
@@ -68,6 +80,13 @@ def _title(p: psutil.Process) -> str:
         return ""
 
 
+def _argv(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
+
+
 def _rss(p: psutil.Process) -> int:
     try:
         return p.memory_info().rss
@@ -86,6 +105,30 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
+def plasma_bytes_in_use(debug_state: str) -> int | None:
+    """Bytes held by live objects in the object store, from the text of a raylet's debug_state.txt
+    (None when the line is not there: an older or newer Ray, or a dump not written yet)."""
+    total, available = _STORE_TOTAL.search(debug_state), _STORE_AVAILABLE.search(debug_state)
+    if not (total and available):
+        return None
+    return (int(total.group(1)) - int(available.group(1))) // 10_000
+
+
+def _session_dir(raylet_argv: list[str]) -> Path | None:
+    flag = next((a for a in raylet_argv if a.startswith("--session_dir=")), None)
+    return Path(flag.split("=", 1)[1]) if flag else None
+
+
+def _object_store_bytes(raylets: list[list[str]]) -> int | None:
+    for argv in raylets:
+        session = _session_dir(argv)
+        try:
+            return plasma_bytes_in_use((session / "logs" / "debug_state.txt").read_text()) if session else None
+        except OSError:
+            return None
+    return None
+
+
 def sample(driver: psutil.Process, run_dir: Path, started: float) -> dict:
     """One sample of every figure (bytes)."""
     try:
@@ -96,6 +139,7 @@ def sample(driver: psutil.Process, run_dir: Path, started: float) -> dict:
     actors = {str(p.pid): _rss(p) for p, t in titled if t.startswith("ray::SelfPlayActor")}
     learners = [_rss(p) for p, t in titled if t.startswith("ray::Learner")]
     driver_rss = _rss(driver)
+    raylets = [(p, t) for p, t in titled if "/raylet" in t.split(" ")[0]]
     return {
         "t": round(time.monotonic() - started, 1),
         "driver_rss": driver_rss,
@@ -103,26 +147,41 @@ def sample(driver: psutil.Process, run_dir: Path, started: float) -> dict:
         "learner_rss": sum(learners) if learners else driver_rss,
         "actors_rss": actors,
         "actors_rss_total": sum(actors.values()),
-        "raylet_rss": sum(_rss(p) for p, t in titled if "/raylet" in t.split(" ")[0]),
-        "object_store_bytes": shutil.disk_usage("/dev/shm").used if os.path.isdir("/dev/shm") else 0,
+        "raylet_rss": sum(_rss(p) for p, _ in raylets),
+        "object_store_bytes": _object_store_bytes([_argv(p) for p, _ in raylets]),
+        "shm_bytes": shutil.disk_usage("/dev/shm").used if os.path.isdir("/dev/shm") else 0,
         "replay_disk_bytes": _dir_bytes(run_dir / "replay"),
     }
 
 
-def growth(samples: list[dict], from_minute: float) -> dict:
-    """Per figure: value at the first sample at/after `from_minute`, at the last, and the growth."""
+def growth(samples: list[dict], from_minute: float, span_minutes: float = SPAN_MINUTES) -> dict:
+    """Per figure: its peak over the first `span_minutes` from `from_minute` on, its peak over the last
+    `span_minutes`, and the growth between them. Peaks, not single samples: the object store holds
+    0 or one ~8 MiB object (a batch, the weights) at any instant, and one sample says which."""
     later = [s for s in samples if s["t"] >= 60 * from_minute]
     if later:  # the run's loop only: shutdown stops the actors first (a restarted actor keeps the count)
         later = [s for s in later if len(s["actors_rss"]) >= len(later[0]["actors_rss"])]
     if len(later) < 2:
         return {}
-    first, last = later[0], later[-1]
+    span = 60 * span_minutes
+    head = [s for s in later if s["t"] <= later[0]["t"] + span]
+    tail = [s for s in later if s["t"] >= later[-1]["t"] - span]
     out = {}
-    for key in MEMORY_FIGURES + ("replay_disk_bytes",):
-        a, b = first[key], last[key]
-        out[key] = {"from": a, "to": b, "growth": round((b - a) / a, 4) if a else None}
-    out["window"] = {"from_t": first["t"], "to_t": last["t"]}
+    for key in MEMORY_FIGURES + REPORTED:
+        a, b = _peak(head, key), _peak(tail, key)
+        out[key] = {"from": a, "to": b, "growth": round((b - a) / a, 4) if a and b is not None else None}
+    out["window"] = {"from_t": later[0]["t"], "to_t": later[-1]["t"], "span_s": span}
     return out
+
+
+def meets_goal(g: dict) -> bool:
+    """Every memory figure grew < GOAL; one that could not be read (growth None) is not a pass."""
+    return bool(g) and all(g[k]["growth"] is not None and g[k]["growth"] < GOAL for k in MEMORY_FIGURES)
+
+
+def _peak(samples: list[dict], key: str) -> int | None:
+    values = [s[key] for s in samples if s.get(key) is not None]
+    return max(values) if values else None
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -144,7 +203,8 @@ def soak(driver: psutil.Process, run_dir: Path, minutes: float, interval: float,
             s = samples[-1]
             print(f"[{s['t']:7.0f}s] driver {s['driver_rss'] >> 20} MiB  replay {s['replay_rss'] >> 20} MiB  "
                   f"actors {s['actors_rss_total'] >> 20} MiB ({len(s['actors_rss'])})  "
-                  f"shm {s['object_store_bytes'] >> 20} MiB  replay disk {s['replay_disk_bytes'] >> 20} MiB",
+                  f"raylet {s['raylet_rss'] >> 20} MiB  object store {(s['object_store_bytes'] or 0) / 2**20:.1f} MiB  "
+                  f"shm {s['shm_bytes'] >> 20} MiB  replay disk {s['replay_disk_bytes'] >> 20} MiB",
                   file=sys.stderr, flush=True)
             if deadline and time.monotonic() >= deadline:
                 break
@@ -175,6 +235,8 @@ def main(argv=None) -> int:
                    help="stop sampling after this long (run mode: the run's max_minutes; default 60 there)")
     p.add_argument("--interval", type=float, default=60.0, help="seconds between samples")
     p.add_argument("--from-minute", type=float, default=10.0, help="growth is measured from this minute on")
+    p.add_argument("--span-minutes", type=float, default=SPAN_MINUTES,
+                   help="growth compares the peaks over the first and the last this many minutes")
     args = p.parse_args(argv)
     if bool(args.config) == bool(args.attach):
         p.error("give --config (run selfplay.py) or --attach PID")
@@ -210,9 +272,10 @@ def main(argv=None) -> int:
         proc.wait()
     result = {"run_dir": str(run_dir), "interval_s": args.interval, "from_minute": args.from_minute,
               "driver_log": str(log) if log else None, "samples": samples,
-              "growth": growth(samples, args.from_minute), "goal": f"growth < {GOAL:.0%} for {list(MEMORY_FIGURES)}"}
+              "span_minutes": args.span_minutes,
+              "growth": growth(samples, args.from_minute, args.span_minutes), "goal": f"growth < {GOAL:.0%} for {list(MEMORY_FIGURES)}"}
     g = result["growth"]
-    result["ok"] = bool(g) and all(g[k]["growth"] is None or g[k]["growth"] < GOAL for k in MEMORY_FIGURES)
+    result["ok"] = meets_goal(g)
     print(json.dumps(result))
     return 0
 
