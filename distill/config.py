@@ -52,6 +52,9 @@ class DataConfig:
     sampler: Sampler = "unique"  # "unique": uniform over boards; "weighted": by occurrence count
     bc_soft: bool = False  # BC from the record's soft policy (self-play visits) instead of one move
     sv_from: Literal["value", "outcome"] = "value"  # SV target: oracle/root value or game result
+    # self-play plies searched with the fast budget (playout cap randomization) have weak policy and Q
+    # targets: "drop" trains and tests on full searches only (KataGo's choice); annotations have none
+    fast_plies: Literal["drop", "keep"] = "drop"
 
     def __post_init__(self):
         check_choices(self)

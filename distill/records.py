@@ -11,11 +11,13 @@ A record is a msgpack map, one per board:
     policy  [float]      optional soft policy target over `moves` (self-play visit distribution)
     best    str          optional move to imitate (self-play: most visited); else argmax of values
     outcome float        optional game result for the side to move, in [0, 1] (self-play)
+    full_search bool     optional, false for a self-play ply searched with the fast budget (playout cap
+                         randomization: its policy and Q are weak targets); absent = true
     source  str          "stockfish" or "selfplay"
 
 Shards `shard-00000.msgpack`, ... are append-only concatenations of records, so a writer killed
 mid-record loses at most that record (`ShardWriter` trims a torn tail on reopen). `index.msgpack`
-holds (shard, offset, length, game) per record and is rebuilt when the shards changed.
+holds (shard, offset, length, game, full) per record and is rebuilt when the shards changed.
 """
 from __future__ import annotations
 
@@ -125,11 +127,11 @@ def iter_records(directory: str | Path) -> Iterator[dict]:
 
 def build_index(directory: str | Path, write: bool = True) -> dict:
     """Scans the shards and (if `write`) writes `index.msgpack`: shard names and sizes, per record
-    its shard, offset, length and game id."""
+    its shard, offset, length, game id and whether it was a full search (`full_search`, default true)."""
     directory = Path(directory)
     shards = shard_paths(directory)
     index = {"shards": [p.name for p in shards], "sizes": [], "shard": [], "offset": [],
-             "length": [], "game": []}
+             "length": [], "game": [], "full": []}
     for i, path in enumerate(shards):
         data = path.read_bytes()  # one read: a shard still being appended to may grow meanwhile
         index["sizes"].append(len(data))
@@ -140,6 +142,7 @@ def build_index(directory: str | Path, write: bool = True) -> dict:
             index["offset"].append(off)
             index["length"].append(length)
             index["game"].append(rec.get("game", ""))
+            index["full"].append(bool(rec.get("full_search", True)))
     if write:
         tmp = directory / (INDEX_NAME + ".tmp")
         tmp.write_bytes(msgpack.packb(index, use_bin_type=True))
@@ -163,7 +166,7 @@ class RecordStore:
         if path.exists():
             try:
                 index = msgpack.unpackb(path.read_bytes(), raw=False)
-                if (index["shards"] == [p.name for p in shards]
+                if ("full" in index and index["shards"] == [p.name for p in shards]
                         and index["sizes"] == [p.stat().st_size for p in shards]):
                     return index
             except Exception:  # a corrupt index is rebuilt from the shards, never trusted
@@ -185,12 +188,15 @@ class RecordStore:
             raise ValueError(f"{self.dir}: record {i} is corrupt ({e})") from None
         return check_record(rec, f"{self.dir} record {i}")
 
-    def split(self, name: str, test_fraction: float) -> np.ndarray:
-        """Indices [N] of the records in split `name` ('train' or 'test')."""
+    def split(self, name: str, test_fraction: float, fast_plies: str = "keep") -> np.ndarray:
+        """Indices [N] of the records in split `name` ('train' or 'test'); `fast_plies="drop"` leaves
+        out self-play plies searched with the fast budget (playout cap randomization)."""
         if name not in ("train", "test"):
             raise ValueError(f"unknown split {name!r}")
-        return np.array([i for i, g in enumerate(self.index["game"])
-                         if split_of(g, test_fraction) == name], dtype=np.int64)
+        if fast_plies not in ("keep", "drop"):
+            raise ValueError(f"data.fast_plies must be 'keep' or 'drop', got {fast_plies!r}")
+        keep = lambda i, g: split_of(g, test_fraction) == name and (fast_plies == "keep" or self.index["full"][i])
+        return np.array([i for i, g in enumerate(self.index["game"]) if keep(i, g)], dtype=np.int64)
 
     def close(self) -> None:
         for f in self._shards:

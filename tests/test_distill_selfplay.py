@@ -69,6 +69,22 @@ def test_frozen_corpus_reads_as_records_without_writing_into_it(frozen):
     assert np.all(batch["policy"][np.arange(16), batch["action"]] == np.float32(0.75))
 
 
+def test_fast_plies_of_a_playout_capped_game_are_left_out_unless_kept(tmp_path):
+    record = _game_record()
+    record.full_search = np.array([True, False, True, False])  # plies 1 and 3 searched with the fast budget
+    writer = chunks.ChunkWriter(tmp_path / "replay")
+    writer.append(record)
+    writer.close()
+    corpus.freeze(tmp_path / "replay", tmp_path / "corpus")
+    store = RecordStore(tmp_path / "corpus")
+    everything = np.concatenate([store.split(s, 0.5, "keep") for s in ("train", "test")])
+    full = np.concatenate([store.split(s, 0.5, "drop") for s in ("train", "test")])
+    assert sorted(everything) == [0, 1, 2, 3]
+    assert sorted(store[int(i)]["ply"] for i in full) == [0, 2]
+    with pytest.raises(ValueError, match="fast_plies"):
+        store.split("train", 0.5, "skip")
+
+
 def test_av_values_of_unvisited_moves_come_from_the_teacher(frozen, tmp_path):
     seen = []
 
