@@ -21,6 +21,7 @@ import ray
 
 import games
 import models
+from games import symmetry
 from learner.config import LearnerConfig
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
 from learner.train import TrainState, make_train_step
@@ -39,7 +40,7 @@ class Learner:
                  state: TrainState, replay, store):
         game = games.make(game_name)
         net = models.make_network(network_cfg, game.spec)
-        self._train_step = make_train_step(net, cfg)
+        self._train_step = make_train_step(net, cfg, symmetry.of(game_name))
         self._cfg = cfg
         self._state = jax.device_put(state)
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.

@@ -1,7 +1,7 @@
 """The training step: AlphaZero's loss (z - v)^2 - pi . log p + c ||theta||^2 (+ WDL cross entropy).
 
     state = init_train_state(net, cfg, sample_obs, key)
-    step = make_train_step(net, cfg)
+    step = make_train_step(net, cfg, symmetry.of(game_name))   # transforms used with cfg.augment
     state, metrics = step(state, batch)      # jitted
 
 `batch` is what `ReplayBuffer.sample` returns, a `TrainingBatch` (replay/messages.py; any pytree
@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from games import symmetry
 from learner.config import LearnerConfig
 from search import slots
 
@@ -116,13 +117,21 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
     return loss, (updates.get("batch_stats", batch_stats), metrics)
 
 
-def make_train_step(net, cfg: LearnerConfig):
-    """jitted (TrainState, batch) -> (TrainState, metrics incl. learning_rate, l2 norm)."""
+def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transform, ...] = ()):
+    """jitted (TrainState, batch) -> (TrainState, metrics incl. learning_rate, l2 norm). With
+    `cfg.augment`, each position of the batch (a NamedTuple) first goes under one of `transforms`,
+    drawn from the state's RNG and step (a resumed run draws the same)."""
     optimizer = make_optimizer(cfg)
     schedule = learning_rate(cfg)
+    if cfg.augment and len(transforms) < 2:
+        raise ValueError("learner.augment needs the game's board symmetries (games/symmetry.py); this game has none")
 
     @functools.partial(jax.jit, donate_argnums=0)  # the old state's buffers are reused in place
     def step(state: TrainState, batch: Batch):
+        if cfg.augment:
+            key = jax.random.fold_in(jax.random.fold_in(state.rng, 0xA5), state.step)
+            observation, legal = symmetry.augment(transforms, key, batch.observation, batch.legal_actions)
+            batch = batch._replace(observation=observation, legal_actions=legal)
         grad_fn = jax.grad(loss_and_metrics, has_aux=True)
         grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Optional
 
 from actors.config import ActorConfig
+from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
 from replay.config import ReplayConfig
@@ -79,6 +80,9 @@ class SelfPlayConfig:
             raise ValueError(f"name must be a plain directory name, got {self.name!r}")
         if self.max_minutes < 0 or self.ray_num_cpus < 1 or self.ray_object_store_mb < 64:
             raise ValueError("max_minutes >= 0, ray_num_cpus >= 1 and ray_object_store_mb >= 64 required")
+        if self.learner.augment and len(symmetry.of(self.game)) < 2:
+            raise ValueError(f"learner.augment: {self.game} has no board symmetry (connect_four, tic_tac_toe and "
+                             f"go_* have); set learner.augment=false")
         if self.actors.full_search_fraction < 1.0 and self.actors.fast_simulations >= self.search.num_simulations:
             raise ValueError(f"actors.fast_simulations ({self.actors.fast_simulations}) must be below "
                              f"search.num_simulations ({self.search.num_simulations}) with playout cap "

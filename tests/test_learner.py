@@ -14,6 +14,7 @@ import pytest
 import games
 import models
 from configs.loader import ConfigError, load
+from games import symmetry
 from learner.checkpoint import Checkpointer
 from learner.config import LearnerConfig
 from learner.train import init_train_state, learning_rate, legal_log_probs, loss_and_metrics, make_train_step
@@ -227,3 +228,35 @@ def test_no_readable_checkpoint_is_one_line_and_moves_nothing(tmp_path):
         Checkpointer(tmp_path / "ck").restore_latest(fresh, warn=pytest.fail)
     assert "no readable checkpoint" in str(info.value) and "\n" not in str(info.value)
     assert (tmp_path / "ck" / "2").is_dir() and (tmp_path / "ck" / "1").is_dir()
+
+
+def _connect_four_lesson(augment: bool, steps: int = 40):
+    """Trains on one lopsided connect-four position (stones in the left columns) whose target is
+    column 0; returns the policy over the 7 columns of the position and of its mirror image."""
+    game = games.make("connect_four")
+    net = models.make_network(load(SelfPlayConfig, ROOT / "configs/connect_four.yaml").network, game.spec)
+    obs = np.zeros((6, 7, 2), np.float32)
+    obs[5, 0, 0] = obs[5, 1, 1] = obs[4, 0, 0] = obs[5, 2, 1] = 1.0
+    batch = TrainingBatch(observation=np.repeat(obs[None], 32, 0),
+                          legal_actions=np.tile(np.arange(7, dtype=np.int32), (32, 1)),
+                          policy=np.tile(np.eye(7, dtype=np.float32)[0], (32, 1)), z=np.zeros(32, np.float32))
+    cfg = LearnerConfig(batch_size=32, lr_values=(0.05,), lr_boundaries=(), augment=augment)
+    state = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(0))
+    step = make_train_step(net, cfg, symmetry.of("connect_four"))
+    for _ in range(steps):
+        state, _ = step(state, batch)
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    logits = net.apply(variables, jnp.asarray(np.stack([obs, obs[:, ::-1]])), train=False).policy_logits
+    return np.asarray(jax.nn.softmax(logits, axis=-1))
+
+
+def test_augmented_training_teaches_the_mirror_image_it_never_saw():
+    seen, mirror = _connect_four_lesson(augment=True)
+    assert seen[0] > 0.9 and mirror[6] > 0.9  # column 0 on the board, column 6 on its mirror
+    seen, mirror = _connect_four_lesson(augment=False)
+    assert seen[0] > 0.9 and mirror[6] < 0.1  # without it: column 0 on the mirror too (0.985 measured)
+
+
+def test_augment_for_a_game_without_symmetry_is_a_one_line_config_error():
+    with pytest.raises(ConfigError, match="chess has no board symmetry"):
+        load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.augment=true"])
