@@ -5,7 +5,8 @@ alpha-beta player (arena/board_players.py), as either colour. Prints ONE JSON ob
     .venv/bin/python bench/connect_four_strength.py --run runs/connect_four --depth 4
 
 The agent is the run's latest network (runs/<name>/network) with the run's search, played
-deterministically (no Gumbel noise, no temperature). Alpha-beta: negamax to `depth` plies with a
+deterministically (no Gumbel noise, no temperature); `--simulations N` searches N simulations a move
+instead (test-time search: the same network, more thinking). Alpha-beta: negamax to `depth` plies with a
 window-count heuristic, random among equally good moves. The first `--random-plies` plies of every
 game (2, as the in-run evaluator's openings) are uniform random for both sides: a deterministic agent
 from the empty board would otherwise replay one game against each tie-break of alpha-beta.
@@ -67,12 +68,14 @@ def main() -> None:
     p.add_argument("--random-games", type=int, default=100, help="games per colour against random")
     p.add_argument("--alphabeta-games", type=int, default=20, help="games per colour against alpha-beta")
     p.add_argument("--random-plies", type=int, default=2, help="uniform random opening plies of every game")
+    p.add_argument("--simulations", type=int, default=0, help="simulations per move (default: the run's)")
     args = p.parse_args()
     cfg = from_dict(SelfPlayConfig, yaml.safe_load(open(os.path.join(args.run, "config.yaml"))))
     ckpt = network_checkpoint.load(os.path.join(args.run, "network"))
     net = ckpt.module()
     game = games.make("connect_four")
-    search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False)
+    search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False,
+                                     num_simulations=args.simulations or cfg.search.num_simulations)
     search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
     result = {"run": args.run, "step": ckpt.metadata.get("step"),
               "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,

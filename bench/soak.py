@@ -4,13 +4,14 @@
     .venv/bin/python bench/soak.py --attach 12345 --minutes 60                        # a running driver
     .venv/bin/python bench/soak.py --config configs/tic_tac_toe.yaml --minutes 1.5 --interval 10 \
         --from-minute 0.5 --set runs_dir=/tmp/soak                                     # a quick check
+    .venv/bin/python bench/soak.py --idle-ray 5          # the raylet of a bare Ray: its creep without us
 
 Every `--interval` seconds (default 60) it samples
     driver_rss        the selfplay.py driver (with `learner.placement: driver` the learner is in it)
     replay_rss        the replay buffer actor           (process title ray::ReplayBuffer...)
     learner_rss       the learner actor, or the driver  (ray::Learner...)
     actors_rss        each self-play actor by pid, and their total   (ray::SelfPlayActor...)
-    raylet_rss        Ray's raylet (it maps the object store)
+    raylet_rss        Ray's raylet (reported without a goal: a bare Ray's raylet grows too, `--idle-ray`)
     object_store_bytes  bytes of live objects in Ray's object store (plasma): the raylet's total minus
                       available `object_store_memory`, read from the `debug_state.txt` it rewrites every
                       10 s in its session's logs (no Ray client: attaching must not join the cluster)
@@ -46,8 +47,11 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-MEMORY_FIGURES = ("driver_rss", "replay_rss", "learner_rss", "actors_rss_total", "raylet_rss", "object_store_bytes")
-REPORTED = ("shm_bytes", "replay_disk_bytes")  # growth reported, no goal
+# The figures of issue 15's goal: the driver, the replay buffer, the actors, the learner, the object store.
+MEMORY_FIGURES = ("driver_rss", "replay_rss", "learner_rss", "actors_rss_total", "object_store_bytes")
+# Growth reported without a goal: the raylet is Ray's own process, and a bare Ray's grows with nothing of
+# zerochess running (`--idle-ray`); /dev/shm is a high-water mark; replay disk grows with the games kept.
+REPORTED = ("raylet_rss", "shm_bytes", "replay_disk_bytes")
 # The raylet's resource line: "Local resources: {"total":{... object_store_memory: [N] ...}, "available": {...}}",
 # quantities in units of 1/10000 (Ray's fixed point).
 _STORE_TOTAL = re.compile(r'Local resources: \{"total":\{[^}]*?object_store_memory: \[(\d+)\]')
@@ -224,6 +228,37 @@ def soak(driver: psutil.Process, run_dir: Path, minutes: float, interval: float,
     return samples
 
 
+def idle_ray(minutes: float, interval: float) -> dict:
+    """The control for raylet_rss: a bare local Ray (one CPU, one actor called every 20 s, nothing of
+    zerochess) sampled for `minutes`; its raylet's RSS over time and the growth from minute 1."""
+    import ray
+
+    ray.init(num_cpus=1, include_dashboard=False, object_store_memory=256 << 20)
+
+    @ray.remote(num_cpus=0)
+    class Ping:
+        def ping(self) -> int:
+            return 1
+
+    ping = Ping.remote()
+    raylet = next(p for p in psutil.Process().children(recursive=True) if "/raylet" in _title(p).split(" ")[0])
+    started, samples, next_call = time.monotonic(), [], 0.0
+    while time.monotonic() - started < 60 * minutes:
+        t = time.monotonic() - started
+        if t >= next_call:
+            ray.get(ping.ping.remote())
+            next_call += 20
+        if not samples or t - samples[-1]["t"] >= interval:
+            samples.append({"t": round(t, 1), "raylet_rss": _rss(raylet)})
+        time.sleep(0.5)
+    ray.shutdown()
+    later = [s for s in samples if s["t"] >= 60]
+    a, b = later[0]["raylet_rss"], later[-1]["raylet_rss"]
+    return {"idle_ray_minutes": minutes, "samples": samples,
+            "raylet_rss": {"from": a, "to": b, "growth": round((b - a) / a, 4),
+                           "mib_per_minute": round((b - a) / 2**20 / ((later[-1]["t"] - later[0]["t"]) / 60), 3)}}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", help="run mode: the selfplay.py preset (e.g. configs/chess_cpu.yaml)")
@@ -237,7 +272,12 @@ def main(argv=None) -> int:
     p.add_argument("--from-minute", type=float, default=10.0, help="growth is measured from this minute on")
     p.add_argument("--span-minutes", type=float, default=SPAN_MINUTES,
                    help="growth compares the peaks over the first and the last this many minutes")
+    p.add_argument("--idle-ray", type=float, metavar="MINUTES",
+                   help="the raylet's control instead: a bare local Ray sampled this long (>= 2 minutes)")
     args = p.parse_args(argv)
+    if args.idle_ray:
+        print(json.dumps(idle_ray(max(args.idle_ray, 2.0), min(args.interval, 20.0))))
+        return 0
     if bool(args.config) == bool(args.attach):
         p.error("give --config (run selfplay.py) or --attach PID")
     log = None
