@@ -3,7 +3,7 @@
     .venv/bin/python bench/soak.py --config configs/chess_cpu.yaml --minutes 60        # runs selfplay.py
     .venv/bin/python bench/soak.py --attach 12345 --minutes 60                        # a running driver
     .venv/bin/python bench/soak.py --config configs/tic_tac_toe.yaml --minutes 1.5 --interval 10 \
-        --from-minute 0.5 --set runs_dir=/tmp/soak                                     # a quick check
+        --from-minute 0.5 --span-minutes 0.25 --set runs_dir=/tmp/soak                # a quick check
     .venv/bin/python bench/soak.py --idle-ray 5          # the raylet of a bare Ray: its creep without us
 
 Every `--interval` seconds (default 60) it samples
@@ -77,18 +77,15 @@ def run_dir_of_driver(proc: psutil.Process) -> Path:
     return cwd / cfg.runs_dir / cfg.name
 
 
-def _title(p: psutil.Process) -> str:
-    try:
-        return " ".join(p.cmdline())
-    except psutil.Error:
-        return ""
-
-
 def _argv(p: psutil.Process) -> list[str]:
     try:
         return p.cmdline()
     except psutil.Error:
         return []
+
+
+def _title(p: psutil.Process) -> str:
+    return " ".join(_argv(p))
 
 
 def _rss(p: psutil.Process) -> int:
@@ -123,14 +120,12 @@ def _session_dir(raylet_argv: list[str]) -> Path | None:
     return Path(flag.split("=", 1)[1]) if flag else None
 
 
-def _object_store_bytes(raylets: list[list[str]]) -> int | None:
-    for argv in raylets:
-        session = _session_dir(argv)
-        try:
-            return plasma_bytes_in_use((session / "logs" / "debug_state.txt").read_text()) if session else None
-        except OSError:
-            return None
-    return None
+def _object_store_bytes(raylet_argv: list[str]) -> int | None:
+    session = _session_dir(raylet_argv)
+    try:
+        return plasma_bytes_in_use((session / "logs" / "debug_state.txt").read_text()) if session else None
+    except OSError:
+        return None
 
 
 def sample(driver: psutil.Process, run_dir: Path, started: float) -> dict:
@@ -143,7 +138,7 @@ def sample(driver: psutil.Process, run_dir: Path, started: float) -> dict:
     actors = {str(p.pid): _rss(p) for p, t in titled if t.startswith("ray::SelfPlayActor")}
     learners = [_rss(p) for p, t in titled if t.startswith("ray::Learner")]
     driver_rss = _rss(driver)
-    raylets = [(p, t) for p, t in titled if "/raylet" in t.split(" ")[0]]
+    raylets = [p for p, t in titled if "/raylet" in t.split(" ")[0]]
     return {
         "t": round(time.monotonic() - started, 1),
         "driver_rss": driver_rss,
@@ -151,8 +146,8 @@ def sample(driver: psutil.Process, run_dir: Path, started: float) -> dict:
         "learner_rss": sum(learners) if learners else driver_rss,
         "actors_rss": actors,
         "actors_rss_total": sum(actors.values()),
-        "raylet_rss": sum(_rss(p) for p, _ in raylets),
-        "object_store_bytes": _object_store_bytes([_argv(p) for p, _ in raylets]),
+        "raylet_rss": sum(_rss(p) for p in raylets),
+        "object_store_bytes": _object_store_bytes(_argv(raylets[0])) if raylets else None,
         "shm_bytes": shutil.disk_usage("/dev/shm").used if os.path.isdir("/dev/shm") else 0,
         "replay_disk_bytes": _dir_bytes(run_dir / "replay"),
     }
