@@ -13,11 +13,15 @@ from arena.winprob import bin_targets, expected_bin_value
 from distill.student import StudentOutput
 
 
-def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str) -> jax.Array:
+def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str,
+            best_move_weight: float = 0.0) -> jax.Array:
     """Mean loss of a batch. `pred` from student.predict; `kind` "ce", "hl_gauss" or "l2" (value
-    bins; AV-all is always binary cross entropy)."""
+    bins; AV-all is always binary cross entropy, plus `best_move_weight` x best_move_loss)."""
     if target == "av_all":
-        return all_moves_loss(pred.move_logits, batch["move_values"], batch["move_mask"])
+        loss = all_moves_loss(pred.move_logits, batch["move_values"], batch["move_mask"])
+        if best_move_weight:
+            loss += best_move_weight * best_move_loss(pred.move_logits, batch["move_values"], batch["move_mask"])
+        return loss
     if target == "bc":
         if "policy" in batch:
             return -jnp.mean(jnp.sum(batch["policy"] * pred.logprobs, -1))
@@ -37,3 +41,17 @@ def all_moves_loss(logits: jax.Array, values: jax.Array, mask: jax.Array) -> jax
     bce = optax.sigmoid_binary_cross_entropy(logits.astype(jnp.float32), values)
     per_board = jnp.sum(bce * mask, -1) / jnp.maximum(jnp.sum(mask, -1), 1.0)
     return jnp.mean(per_board)
+
+
+def best_move_loss(logits: jax.Array, values: jax.Array, mask: jax.Array) -> jax.Array:
+    """Softmax cross entropy over each board's legal moves (`mask` 1) against its best move, the
+    target shared evenly between moves tied at the best value; all [B, 1968].
+
+    The BCE of all_moves_loss scores each move on its own, so a 1% error on a 52% move costs as
+    much as one on a 5% move; this term spends the logits' capacity on the order at the top,
+    which is what the agent's argmax plays (BC's target, on AV-all's logits)."""
+    logits = jnp.where(mask > 0, logits.astype(jnp.float32), -1e9)
+    best = jnp.max(jnp.where(mask > 0, values, -1.0), -1, keepdims=True)
+    target = ((values >= best) & (mask > 0)).astype(jnp.float32)
+    target = target / jnp.maximum(jnp.sum(target, -1, keepdims=True), 1.0)
+    return jnp.mean(optax.softmax_cross_entropy(logits, target))

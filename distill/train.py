@@ -36,13 +36,14 @@ def make_optimizer(cfg) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(cfg.grad_clip), optax.adam(cfg.learning_rate))
 
 
-def make_step(module, net_cfg, target: str, loss_kind: str, tx, ema_decay: float):
+def make_step(module, net_cfg, target: str, loss_kind: str, tx, ema_decay: float,
+              best_move_weight: float = 0.0):
     """The jitted update: (state, batch) -> (state, loss)."""
 
     def step(state, batch):
         def loss_of(params):
             pred = student.predict(module, net_cfg, {"params": params}, batch, target)
-            return loss_fn(pred, batch, target, loss_kind)
+            return loss_fn(pred, batch, target, loss_kind, best_move_weight)
 
         loss, grads = jax.value_and_grad(loss_of)(state["params"])
         updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
@@ -54,9 +55,10 @@ def make_step(module, net_cfg, target: str, loss_kind: str, tx, ema_decay: float
     return jax.jit(step)
 
 
-def make_eval_loss(module, net_cfg, target: str, loss_kind: str):
+def make_eval_loss(module, net_cfg, target: str, loss_kind: str, best_move_weight: float = 0.0):
     return jax.jit(lambda params, batch: loss_fn(
-        student.predict(module, net_cfg, {"params": params}, batch, target), batch, target, loss_kind))
+        student.predict(module, net_cfg, {"params": params}, batch, target), batch, target, loss_kind,
+        best_move_weight))
 
 
 def initial_state(module, net_cfg, target: str, tx, seed: int) -> dict:
@@ -90,8 +92,8 @@ def train(cfg) -> dict:
         state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(state))
     start_step = int(state["step"])
     spent = _clock(out, start_step)  # wall seconds of earlier sittings: max_seconds is the whole run's budget
-    step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay)
-    eval_loss = make_eval_loss(module, net_cfg, d.target, t.loss)
+    step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay, t.best_move_weight)
+    eval_loss = make_eval_loss(module, net_cfg, d.target, t.loss, t.best_move_weight)
     rng = np.random.default_rng([t.seed, start_step])  # a resumed run draws fresh batches
     sample = lambda ex: dataset.sample_batch(ex, d.target, rng, t.batch_size, net_cfg.family,
                                              d.sampler, d.bc_soft)

@@ -107,6 +107,27 @@ def test_av_all_loss_by_hand():
     assert float(out) == pytest.approx(expected, rel=1e-5)
 
 
+def test_best_move_term_by_hand():
+    """Softmax over the legal moves only, the target shared by the two moves tied at the best value."""
+    logits = jnp.zeros((1, encoding.NUM_ACTIONS)).at[0, 5].set(np.log(3.0)).at[0, 100].set(50.0)
+    values = jnp.zeros_like(logits).at[0, 5].set(0.8).at[0, 9].set(0.8).at[0, 11].set(0.2)
+    mask = jnp.zeros_like(logits).at[0, jnp.array([5, 9, 11])].set(1.0)  # move 100 is illegal
+    batch = {"move_values": values, "move_mask": mask}
+    probs = np.array([3.0, 1.0, 1.0]) / 5.0  # softmax of logits log 3, 0, 0 over moves 5, 9, 11
+    expected = -(np.log(probs[0]) + np.log(probs[1])) / 2
+    assert float(losses.best_move_loss(logits, values, mask)) == pytest.approx(expected, rel=1e-5)
+    pred = student.StudentOutput(move_logits=logits)
+    plain = float(losses.loss_fn(pred, batch, "av_all", "ce"))
+    mixed = float(losses.loss_fn(pred, batch, "av_all", "ce", best_move_weight=0.5))
+    assert mixed == pytest.approx(plain + 0.5 * expected, rel=1e-5)
+
+
+def test_best_move_weight_needs_av_all():
+    with pytest.raises(ValueError, match="best_move_weight"):
+        DistillConfig(data=dataclasses.replace(DistillConfig().data, target="bc"),
+                      train=dataclasses.replace(DistillConfig().train, best_move_weight=1.0))
+
+
 @pytest.mark.parametrize("family", ["searchless", "chessformer"])
 def test_av_all_student_learns_every_moves_value(family):
     recs = _records(BOARDS)
