@@ -78,7 +78,7 @@ class StudentConfig:
 class TrainConfig:
     out_dir: str = "runs/distill/av"  # training state (state/), student network directory (student/), tb/, train.json
     loss: Literal["ce", "hl_gauss", "l2"] = "ce"  # one-hot bins (the paper), smoothed bins, or L2 (ablation)
-    best_move_weight: float = 0.0  # av_all: + this x softmax CE toward the best move(s) (losses.best_move_loss)
+    best_move_weight: float = 0.0  # av_all: + this x softmax CE toward the best move(s); other targets ignore it
     learning_rate: float = 1e-4  # Adam (paper: 1e-4 main, 4e-4 ablation)
     batch_size: int = 256  # examples per step (AV: board-move pairs)
     max_steps: int = 2000  # training steps
@@ -135,6 +135,6 @@ class DistillConfig:
     def __post_init__(self):
         if self.student.family == "chessformer" and self.data.target == "av":
             raise ValueError("the Chessformer has no action input: train it with data.target av_all, sv or bc")
-        if self.train.best_move_weight < 0 or (self.train.best_move_weight and self.data.target != "av_all"):
-            raise ValueError("train.best_move_weight is a non-negative weight for data.target av_all "
-                             f"(got {self.train.best_move_weight} with target {self.data.target})")
+        if self.train.best_move_weight < 0:
+            raise ValueError(f"train.best_move_weight must be >= 0 (0: AV-all's BCE alone), got "
+                             f"{self.train.best_move_weight}")

@@ -122,10 +122,15 @@ def test_best_move_term_by_hand():
     assert mixed == pytest.approx(plain + 0.5 * expected, rel=1e-5)
 
 
-def test_best_move_weight_needs_av_all():
-    with pytest.raises(ValueError, match="best_move_weight"):
-        DistillConfig(data=dataclasses.replace(DistillConfig().data, target="bc"),
-                      train=dataclasses.replace(DistillConfig().train, best_move_weight=1.0))
+def test_best_move_weight_is_av_all_only_and_non_negative():
+    """The AV-all preset's weight leaves a BC student's loss as it was (`--set data.target=bc` on
+    distill_cpu.yaml stays a plain BC run); a negative weight is a one-line config error."""
+    logp = jax.nn.log_softmax(jnp.arange(6.0)[None])
+    batch = {"action": jnp.array([2])}
+    assert float(losses.loss_fn(student.StudentOutput(logprobs=logp), batch, "bc", "ce", 1.0)) == \
+        pytest.approx(float(losses.loss_fn(student.StudentOutput(logprobs=logp), batch, "bc", "ce")))
+    with pytest.raises(ValueError, match="best_move_weight must be >= 0"):
+        DistillConfig(train=dataclasses.replace(DistillConfig().train, best_move_weight=-1.0))
 
 
 @pytest.mark.parametrize("family", ["searchless", "chessformer"])
