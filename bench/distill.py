@@ -96,7 +96,7 @@ def step_gflop(cfg, target: str) -> float:
     batch = dataset.sample_batch(examples, target, np.random.default_rng(0), cfg.train.batch_size,
                                  net_cfg.family, cfg.data.sampler, cfg.data.bc_soft)
     batch = _jnp(batch)
-    step = make_step(module, net_cfg, target, cfg.train.loss, tx, cfg.train.ema_decay)
+    step = make_step(module, net_cfg, target, cfg.train.loss, tx, cfg.train.ema_decay, cfg.train.best_move_weight)
     cost = step.lower(state, batch).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     return float(cost["flops"]) / 1e9
