@@ -80,6 +80,7 @@ class TrainConfig:
     loss: Literal["ce", "hl_gauss", "l2"] = "ce"  # one-hot bins (the paper), smoothed bins, or L2 (ablation)
     best_move_weight: float = 0.0  # av_all: + this x softmax CE toward the best move(s); other targets ignore it
     learning_rate: float = 1e-4  # Adam (paper: 1e-4 main, 4e-4 ablation)
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: 1 -> 0 over the budget (max_steps or max_seconds, whichever ends first)
     batch_size: int = 256  # examples per step (AV: board-move pairs)
     max_steps: int = 2000  # training steps
     max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sittings (0: no limit)

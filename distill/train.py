@@ -5,12 +5,13 @@ Writes into train.out_dir:
     state/            the training state {params, ema, opt_state, step} (orbax; resume from the latest)
     student/          the EMA parameters as a network directory (models/checkpoint.py; what the
                       av:/sv:/bc: agents of arena/ load), its metadata naming the target
-    tb/               TensorBoard: train/loss, train/steps_per_second, test/loss
+    tb/               TensorBoard: train/loss, train/learning_rate, train/steps_per_second, test/loss
     config.yaml       the DistillConfig of the run;  train.json  the summary (steps, steps/s, losses)
 """
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -38,21 +39,39 @@ def make_optimizer(cfg) -> optax.GradientTransformation:
 
 def make_step(module, net_cfg, target: str, loss_kind: str, tx, ema_decay: float,
               best_move_weight: float = 0.0):
-    """The jitted update: (state, batch) -> (state, loss)."""
+    """The jitted update: (state, batch, lr_scale) -> (state, loss). `lr_scale` multiplies the
+    optimizer's update (Adam's step is linear in its learning rate, so this is the scheduled rate
+    without a schedule inside the optimizer state: checkpoints keep one layout for every schedule)."""
 
-    def step(state, batch):
+    def step(state, batch, lr_scale=1.0):
         def loss_of(params):
             pred = student.predict(module, net_cfg, {"params": params}, batch, target)
             return loss_fn(pred, batch, target, loss_kind, best_move_weight)
 
         loss, grads = jax.value_and_grad(loss_of)(state["params"])
         updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+        updates = jax.tree.map(lambda u: u * lr_scale, updates)
         params = optax.apply_updates(state["params"], updates)
         ema = optax.incremental_update(params, state["ema"], 1.0 - ema_decay)
         return {"params": params, "ema": ema, "opt_state": opt_state,
                 "step": state["step"] + 1}, loss
 
     return jax.jit(step)
+
+
+def lr_scale(schedule: str, progress: float) -> float:
+    """The learning-rate multiplier at `progress` in [0, 1] of the run's budget: 1 for "constant",
+    half a cosine from 1 to 0 for "cosine"."""
+    if schedule == "constant":
+        return 1.0
+    return 0.5 * (1.0 + math.cos(math.pi * min(max(progress, 0.0), 1.0)))
+
+
+def budget_progress(step: int, max_steps: int, seconds: float, max_seconds: float) -> float:
+    """How far the run is through its budget: the larger of the step and wall-clock fractions (the
+    run stops at whichever ends first)."""
+    by_time = seconds / max_seconds if max_seconds else 0.0
+    return max(step / max_steps, by_time)
 
 
 def make_eval_loss(module, net_cfg, target: str, loss_kind: str, best_move_weight: float = 0.0):
@@ -107,7 +126,9 @@ def train(cfg) -> dict:
     with Progress(*columns, disable=not t.progress) as progress:
         task = progress.add_task("train", total=t.max_steps, completed=start_step, loss="-")
         while step < t.max_steps and not (t.max_seconds and spent + time.time() - start > t.max_seconds):
-            state, loss = step_fn(state, _jnp(sample(train_ex)))
+            scale = lr_scale(t.lr_schedule, budget_progress(step, t.max_steps, spent + time.time() - start,
+                                                            t.max_seconds))
+            state, loss = step_fn(state, _jnp(sample(train_ex)), scale)
             step += 1
             if step == start_step + 1:  # steps/s excludes the first step (jit compilation)
                 jax.block_until_ready(loss)
@@ -116,6 +137,7 @@ def train(cfg) -> dict:
                 loss = float(loss)
                 losses.append(loss)
                 writer.add_scalar("train/loss", loss, step)
+                writer.add_scalar("train/learning_rate", t.learning_rate * scale, step)
                 writer.add_scalar("train/steps_per_second",
                                   (step - compiled_step) / max(time.time() - compiled_at, 1e-9), step)
                 progress.update(task, completed=step, loss=f"{loss:.4f}")

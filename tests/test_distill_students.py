@@ -328,3 +328,40 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     sf = evaluate(dataclasses.replace(cfg, evaluate=dataclasses.replace(
         cfg.evaluate, player="stockfish", out=str(tmp_path / "sf.json"))), show_progress=False)
     assert sf["bands"]["1200-1599"]["accuracy"] == 1.0  # the mate in one, even at 5 nodes/move
+
+
+def test_cosine_schedule_by_hand():
+    assert train.lr_scale("constant", 0.7) == 1.0
+    assert train.lr_scale("cosine", 0.0) == 1.0
+    assert train.lr_scale("cosine", 0.5) == pytest.approx(0.5)
+    assert train.lr_scale("cosine", 0.25) == pytest.approx((1 + np.sqrt(0.5)) / 2)
+    assert train.lr_scale("cosine", 1.0) == pytest.approx(0.0)
+    assert train.lr_scale("cosine", 3.0) == pytest.approx(0.0)  # past the budget: stays at 0
+    # the run stops at whichever budget ends first, so progress is the larger fraction
+    assert train.budget_progress(100, 1000, 900.0, 1800.0) == 0.5
+    assert train.budget_progress(600, 1000, 900.0, 1800.0) == 0.6
+    assert train.budget_progress(100, 1000, 900.0, 0.0) == 0.1  # no wall budget
+
+
+def test_lr_scale_scales_the_update_as_the_learning_rate_does():
+    """A step at scale s moves the parameters exactly as a step of an optimizer with s x the rate."""
+    target = "av"
+    net_cfg = student.network_config(TINY, target)
+    module = make_model(net_cfg)
+    fens = [b.fen() for b in BOARDS]
+    moves = [next(iter(b.legal_moves)).uci() for b in BOARDS]
+    batch = {"inputs": jnp.asarray(np.concatenate([encoding.tokens(fens),
+                                                    encoding.action_ids(moves)[:, None]], 1)),
+             "value": jnp.asarray(np.array([0.03, 0.4, 0.7, 0.97], np.float32))}
+    params = module.init(jax.random.PRNGKey(1), batch["inputs"])["params"]
+
+    def one_step(lr, scale):
+        tx = train.make_optimizer(dataclasses.replace(DistillConfig().train, learning_rate=lr))
+        state = {"params": params, "ema": params, "opt_state": tx.init(params), "step": jnp.int32(0)}
+        new, _ = train.make_step(module, net_cfg, target, "ce", tx, 0.99)(state, batch, scale)
+        return jax.tree.map(lambda a, b: np.asarray(a - b), new["params"], params)
+
+    scaled, direct, full = one_step(1e-3, 0.25), one_step(2.5e-4, 1.0), one_step(1e-3, 1.0)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-9), scaled, direct)
+    assert max(float(np.max(np.abs(x))) for x in jax.tree.leaves(full)) > 1e-4  # a real update
+    assert all(np.all(z == 0) for z in jax.tree.leaves(one_step(1e-3, 0.0)))  # scale 0: no move
