@@ -20,13 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import games  # noqa: E402
-import models  # noqa: E402
 import search  # noqa: E402
 from arena.mate_puzzles import load_mate_puzzles, search_mover, solve_mate_puzzles  # noqa: E402
+from bench import networks  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")
@@ -38,20 +37,11 @@ def make_evaluate(network: str, seed: int):
         def evaluate(params, obs):
             return jnp.zeros((obs.shape[0], CHESS.num_actions)), jnp.zeros((obs.shape[0],))
         return evaluate, None
-    if network == "untrained":
-        import yaml
+    from configs.loader import load
+    from selfplay.config import SelfPlayConfig
 
-        from configs.loader import from_dict
-        preset = yaml.safe_load(Path(__file__).resolve().parents[1].joinpath(
-            "configs", "chess_cpu.yaml").read_text())
-        net = models.make_network(from_dict(models.NetworkConfig, preset["network"]), CHESS.spec)
-        obs = CHESS.observe(CHESS.init(jax.random.split(jax.random.PRNGKey(seed), 1)))
-        variables = net.init(jax.random.PRNGKey(seed), obs, train=False)
-        return (lambda v, o: net.apply(v, o, train=False)), variables
-    from models import checkpoint
-    ckpt = checkpoint.load(network)
-    net = ckpt.module()
-    return (lambda v, o: net.apply(v, o, train=False)), jax.tree.map(jnp.asarray, ckpt.variables)
+    preset = load(SelfPlayConfig, str(Path(__file__).resolve().parents[1] / "configs" / "chess_cpu.yaml"))
+    return networks.make_evaluate(preset.network, CHESS, network, seed)
 
 
 def main(argv=None) -> dict:

@@ -39,23 +39,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import games  # noqa: E402
-import models  # noqa: E402
 import search  # noqa: E402
+from bench import networks  # noqa: E402
 from configs.loader import load  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
-
-
-def make_evaluate(cfg: SelfPlayConfig, game, network: str):
-    """(evaluate, variables): the preset's untrained network, or a network directory's."""
-    if network == "untrained":
-        net = models.make_network(cfg.network, game.spec)
-        variables = net.init(jax.random.PRNGKey(cfg.seed), game.observe(game.init(jax.random.split(
-            jax.random.PRNGKey(0), 1))), train=False)
-    else:
-        from models import checkpoint
-        ckpt = checkpoint.load(network)
-        net, variables = ckpt.module(), jax.tree.map(jnp.asarray, ckpt.variables)
-    return (lambda v, o: net.apply(v, o, train=False)), variables
 
 
 def node_keys(game, tree) -> np.ndarray:
@@ -114,7 +101,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     cfg = load(SelfPlayConfig, args.config, args.set)
     game = games.make(cfg.game)
-    evaluate, variables = make_evaluate(cfg, game, args.network)
+    evaluate, variables = networks.make_evaluate(cfg.network, game, args.network, cfg.seed)
     run = search.make_search(game, evaluate, cfg.search, return_tree=True)
     step = jax.jit(game.step)
     key = jax.random.PRNGKey(args.seed)
