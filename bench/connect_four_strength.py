@@ -24,11 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-import yaml  # noqa: E402
 
 import games  # noqa: E402
 from arena.board_players import alphabeta_move  # noqa: E402
-from configs.loader import from_dict  # noqa: E402
+from configs.loader import load  # noqa: E402
 from models import checkpoint as network_checkpoint  # noqa: E402
 from search import make_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
@@ -69,8 +68,13 @@ def main() -> None:
     p.add_argument("--alphabeta-games", type=int, default=20, help="games per colour against alpha-beta")
     p.add_argument("--random-plies", type=int, default=2, help="uniform random opening plies of every game")
     p.add_argument("--simulations", type=int, default=0, help="simulations per move (default: the run's)")
+    p.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="override a value of the run's config (dotted key), e.g. search.win_check_max_replies=7")
     args = p.parse_args()
-    cfg = from_dict(SelfPlayConfig, yaml.safe_load(open(os.path.join(args.run, "config.yaml"))))
+    try:
+        cfg = load(SelfPlayConfig, os.path.join(args.run, "config.yaml"), args.overrides)
+    except (ValueError, OSError) as e:  # ConfigError is one: a bad key or value, a missing run
+        p.error(str(e))
     ckpt = network_checkpoint.load(os.path.join(args.run, "network"))
     net = ckpt.module()
     game = games.make("connect_four")
@@ -79,7 +83,7 @@ def main() -> None:
     search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
     result = {"run": args.run, "step": ckpt.metadata.get("step"),
               "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,
-              "random_plies": args.random_plies}
+              "random_plies": args.random_plies, "overrides": args.overrides}
     ab = lambda board, rng: alphabeta_move(board, args.depth, rng)
     for name, opponent, n in (("random", None, args.random_games), ("alphabeta", ab, args.alphabeta_games)):
         for first in (True, False):
