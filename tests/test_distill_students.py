@@ -154,16 +154,20 @@ def test_av_all_student_learns_every_moves_value(family):
     assert np.all(np.argmax(np.where(mask, q, -1), 1) == np.argmax(np.where(mask, batch["move_values"], -1), 1))
 
 
+def _tiny_av_batch() -> dict:
+    """Per-pair AV inputs of BOARDS (each board's first legal move) with values in four bins of 16."""
+    fens = [b.fen() for b in BOARDS]
+    moves = [next(iter(b.legal_moves)).uci() for b in BOARDS]
+    return {"inputs": jnp.asarray(np.concatenate([encoding.tokens(fens),
+                                                   encoding.action_ids(moves)[:, None]], 1)),
+            "value": jnp.asarray(np.array([0.03, 0.4, 0.7, 0.97], np.float32))}
+
+
 def test_tiny_student_overfits_a_small_batch():
     target = "av"
     net_cfg = student.network_config(TINY, target)
     module = make_model(net_cfg)
-    fens = [b.fen() for b in BOARDS]
-    moves = [next(iter(b.legal_moves)).uci() for b in BOARDS]
-    values = np.array([0.03, 0.4, 0.7, 0.97], np.float32)  # four different bins of 16
-    batch = {"inputs": jnp.asarray(np.concatenate([encoding.tokens(fens),
-                                                    encoding.action_ids(moves)[:, None]], 1)),
-             "value": jnp.asarray(values)}
+    batch = _tiny_av_batch()  # four values in four different bins of 16
     tcfg = dataclasses.replace(DistillConfig().train, learning_rate=3e-3, grad_clip=1.0)
     tx = train.make_optimizer(tcfg)
     params = module.init(jax.random.PRNGKey(1), batch["inputs"])["params"]
@@ -348,11 +352,7 @@ def test_lr_scale_scales_the_update_as_the_learning_rate_does():
     target = "av"
     net_cfg = student.network_config(TINY, target)
     module = make_model(net_cfg)
-    fens = [b.fen() for b in BOARDS]
-    moves = [next(iter(b.legal_moves)).uci() for b in BOARDS]
-    batch = {"inputs": jnp.asarray(np.concatenate([encoding.tokens(fens),
-                                                    encoding.action_ids(moves)[:, None]], 1)),
-             "value": jnp.asarray(np.array([0.03, 0.4, 0.7, 0.97], np.float32))}
+    batch = _tiny_av_batch()
     params = module.init(jax.random.PRNGKey(1), batch["inputs"])["params"]
 
     def one_step(lr, scale):
