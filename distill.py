@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load(DistillConfig, args.config, args.set)
-        from configs.runtime import enable_compilation_cache
+        from configs.runtime import enable_compilation_cache, expose_cpu_cores
+        if args.command == "train":
+            expose_cpu_cores()  # train.devices=0 then splits each batch over the cores
         enable_compilation_cache()
         result = COMMANDS[args.command](cfg)
     except (ConfigError, FileNotFoundError, ValueError) as e:

@@ -11,7 +11,8 @@ the first, compiling, step; `move_values_per_second`: the (board, move) values a
 student learns per second).
 Runs: the annotation runs of the preset's out_dir (`annotate_runs.jsonl`), every `*/train.json` (steps/s of the evidence trainings) and `eval_*.json` (written by
 `distill.py evaluate`: action accuracy, Kendall's tau, puzzle accuracy) under `--runs`.
-Training also reports the flops of one step (XLA's cost analysis), the achieved GFLOP/s, and that
+Training runs as `distill.py train` does, each batch split over the cores (`train.devices`; `--set
+train.devices=1` for one device). Training also reports the flops of one step (XLA's cost analysis), the achieved GFLOP/s, and that
 as a share of the machine's float32 matmul rate (`matmul_gflops_per_s`, a 2048^3 jitted matmul).
 Prints ONE JSON object.
 """
@@ -60,7 +61,8 @@ def bench_training(cfg, target: str, steps: int) -> dict:
                                       checkpoint_every=10**9, progress=False))
         out = train(run)
     return {k: out[k] for k in ("steps", "steps_per_second", "examples_per_second",
-                                "move_values_per_second", "batch_size", "train_boards", "train_pairs")}
+                                "move_values_per_second", "batch_size", "devices", "train_boards",
+                                "train_pairs")}
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:
@@ -135,6 +137,8 @@ def main() -> None:
     parser.add_argument("--runs", default=str(ROOT / "runs" / "distill"), help="evaluation reports")
     parser.add_argument("--set", nargs="*", default=[], help="config overrides")
     args = parser.parse_args()
+    from configs.runtime import expose_cpu_cores
+    expose_cpu_cores()  # as distill.py train: train.devices=0 splits each batch over the cores
     cfg = load(DistillConfig, args.config, args.set)
     result = {"config": os.path.relpath(args.config, ROOT), "cpu_count": os.cpu_count(),
               "load_average_1min": os.getloadavg()[0], "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -28,6 +28,22 @@ def enable_compilation_cache(path: str | None = None) -> str:
     return path
 
 
+def expose_cpu_cores(count: int = 0) -> bool:
+    """Makes XLA's CPU platform show `count` devices (0: one per core) so that a data-parallel step
+    splits its batch over the cores. XLA:CPU runs most ops of a small network on one thread each,
+    so one device leaves a 2-core machine ~40% idle; two batch halves overlap. Only the CPU platform
+    changes (accelerators are untouched). Must run before jax is imported: returns False when it is
+    too late (jax already imported) or XLA_FLAGS already names a device count."""
+    import sys
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "jax" in sys.modules or "xla_force_host_platform_device_count" in flags:
+        return False
+    count = count or os.cpu_count() or 1
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
+    return True
+
+
 def stop_on_sigterm() -> None:
     """SIGTERM (`kill`, a scheduler's preemption, `docker stop`) raises KeyboardInterrupt, so a command
     stops as on Ctrl-C (checkpoint, engines closed, finished work kept). A background job started from

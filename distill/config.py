@@ -82,6 +82,9 @@ class TrainConfig:
     learning_rate: float = 1e-4  # Adam (paper: 1e-4 main, 4e-4 ablation)
     lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: 1 -> 0 over the budget (max_steps or max_seconds, whichever ends first)
     batch_size: int = 256  # examples per step (AV: board-move pairs)
+    # data parallelism: the batch is split over this many devices (0: all of jax.devices(); the
+    # distill.py CLI shows a CPU-only host as one device per core, so 0 splits it over the cores)
+    devices: int = 0
     max_steps: int = 2000  # training steps
     max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sittings (0: no limit)
     grad_clip: float = 1.0  # global-norm gradient clipping
@@ -93,6 +96,8 @@ class TrainConfig:
 
     def __post_init__(self):
         check_choices(self)
+        if self.devices < 0:
+            raise ValueError(f"train.devices must be >= 0 (0: every device), got {self.devices}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,6 +21,7 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 import yaml
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from tensorboardX import SummaryWriter
 
@@ -90,6 +91,22 @@ def _jnp(batch: dict) -> dict:
     return {k: jnp.asarray(v) for k, v in batch.items()}
 
 
+def data_parallel(devices: int, batch_size: int) -> tuple[NamedSharding, NamedSharding]:
+    """(replicated, batch-split) shardings over the first `devices` of jax.devices() (0: all of
+    them): parameters and optimizer state are replicated, each batch is split along its first axis,
+    and XLA all-reduces the gradients (the update is the single-device one, up to summation order)."""
+    available = jax.devices()
+    count = devices or len(available)
+    if count > len(available):
+        raise ValueError(f"train.devices={devices} but only {len(available)} {available[0].platform} "
+                         f"device(s) are visible (set train.devices=0 for all of them)")
+    if batch_size % count:
+        raise ValueError(f"train.batch_size={batch_size} does not split over {count} devices: use a "
+                         f"multiple of {count} or set train.devices")
+    mesh = Mesh(np.array(available[:count]), ("data",))
+    return NamedSharding(mesh, PartitionSpec()), NamedSharding(mesh, PartitionSpec("data"))
+
+
 def train(cfg) -> dict:
     """Trains the student of `cfg` (a DistillConfig); returns the summary written to train.json."""
     d, t = cfg.data, cfg.train
@@ -109,6 +126,8 @@ def train(cfg) -> dict:
     manager = ocp.CheckpointManager(out / "state", options=ocp.CheckpointManagerOptions(max_to_keep=2))
     if manager.latest_step() is not None:
         state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(state))
+    replicated, split = data_parallel(t.devices, t.batch_size)
+    state = jax.device_put(state, replicated)
     start_step = int(state["step"])
     spent = _clock(out, start_step)  # wall seconds of earlier sittings: max_seconds is the whole run's budget
     step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay, t.best_move_weight)
@@ -128,7 +147,7 @@ def train(cfg) -> dict:
         while step < t.max_steps and not (t.max_seconds and spent + time.time() - start > t.max_seconds):
             scale = lr_scale(t.lr_schedule, budget_progress(step, t.max_steps, spent + time.time() - start,
                                                             t.max_seconds))
-            state, loss = step_fn(state, _jnp(sample(train_ex)), scale)
+            state, loss = step_fn(state, jax.device_put(sample(train_ex), split), scale)
             step += 1
             if step == start_step + 1:  # steps/s excludes the first step (jit compilation)
                 jax.block_until_ready(loss)
@@ -153,7 +172,8 @@ def train(cfg) -> dict:
     _save_clock(out, step, spent + seconds)
     test_loss = None
     if len(test_ex):
-        test_loss = float(np.mean([eval_loss(state["ema"], _jnp(sample(test_ex))) for _ in range(4)]))
+        test_loss = float(np.mean([eval_loss(state["ema"], jax.device_put(sample(test_ex), split))
+                                   for _ in range(4)]))
         writer.add_scalar("test/loss", test_loss, step)
     writer.close()
     metadata = {"target": d.target, "loss": t.loss, "num_bins": cfg.student.num_bins,
@@ -166,7 +186,8 @@ def train(cfg) -> dict:
                # (board, move) values learnt per second: AV one per example, AV-all a board's moves
                "move_values_per_second": _move_values_per_second(d.target, train_ex, steps_per_second * t.batch_size),
                "final_train_loss": losses[-1] if losses else None, "test_loss_ema": test_loss,
-               "batch_size": t.batch_size, "student": str(out / STUDENT_DIR)}
+               "batch_size": t.batch_size, "devices": len(replicated.mesh.devices),
+               "student": str(out / STUDENT_DIR)}
     (out / "train.json").write_text(json.dumps(summary, indent=1))
     return summary
 
