@@ -1,6 +1,7 @@
 """Data-parallel student training: a step with the batch split over two CPU devices moves the
-parameters as the one-device step does (up to summation order), and train() runs with
-train.devices=2 and refuses a device count or batch that does not fit.
+parameters as the one-device step does (up to summation order), train() runs with
+train.devices=2, its state resumes on one device, and train() refuses a device count or batch
+that does not fit.
 
 Two CPU devices need XLA_FLAGS before jax starts, so the check runs in a fresh interpreter."""
 import os
@@ -59,6 +60,9 @@ CHECK = textwrap.dedent("""
 
     summary = train.train(cfg)  # train.devices=0: both devices
     assert summary["devices"] == 2 and summary["steps"] == 4, summary
+    # the two-device run's state resumes on one device
+    resumed = train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, devices=1, max_steps=6)))
+    assert resumed["devices"] == 1 and resumed["steps"] == 6 and resumed["new_steps"] == 2, resumed
     for devices, batch_size, words in ((3, 8, "only 2"), (2, 7, "does not split")):
         bad = dataclasses.replace(cfg, train=dataclasses.replace(
             cfg.train, devices=devices, batch_size=batch_size, out_dir=f"{out}/bad"))
