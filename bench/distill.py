@@ -11,9 +11,9 @@ the first, compiling, step; `move_values_per_second`: the (board, move) values a
 student learns per second).
 Runs: the annotation runs of the preset's out_dir (`annotate_runs.jsonl`), every `*/train.json` (steps/s of the evidence trainings) and `eval_*.json` (written by
 `distill.py evaluate`: action accuracy, Kendall's tau, puzzle accuracy) under `--runs`.
-Training runs as `distill.py train` does, each batch split over the cores (`train.devices`; `--set
-train.devices=1` for one device). Training also reports the flops of one step (XLA's cost analysis), the achieved GFLOP/s, and that
-as a share of the machine's float32 matmul rate (`matmul_gflops_per_s`, a 2048^3 jitted matmul).
+Training runs as `distill.py train` does, each batch split over the cores (`train.devices`;
+`--set train.devices=1` for one device). Training also reports the flops of one step (XLA's cost
+analysis), the achieved GFLOP/s, and that as a share of the machine's float32 matmul rate (`matmul_gflops_per_s`, a 2048^3 jitted matmul).
 Prints ONE JSON object.
 """
 from __future__ import annotations

@@ -186,7 +186,7 @@ def train(cfg) -> dict:
                # (board, move) values learnt per second: AV one per example, AV-all a board's moves
                "move_values_per_second": _move_values_per_second(d.target, train_ex, steps_per_second * t.batch_size),
                "final_train_loss": losses[-1] if losses else None, "test_loss_ema": test_loss,
-               "batch_size": t.batch_size, "devices": len(replicated.mesh.devices),
+               "batch_size": t.batch_size, "devices": replicated.mesh.size,
                "student": str(out / STUDENT_DIR)}
     (out / "train.json").write_text(json.dumps(summary, indent=1))
     return summary
