@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from models import attention_policy as ap
+from models.activations import mish
 from models.attention import MultiHeadAttention
 from models.output import NetworkOutput, wdl_to_value
 from models.position_bias import AbsolutePositionEmbedding, GeometricAttentionBias, Relative2DBias, SharedBiasProjection
@@ -83,7 +84,7 @@ class EncoderLayer(nn.Module):
         alpha = (2.0 * cfg.num_layers) ** 0.25
         a = MultiHeadAttention(cfg.num_heads, cfg.head_dim, name="attention")(x, logit_bias)
         x = nn.LayerNorm(name="ln_attention")(alpha * x + a)
-        m = nn.Dense(cfg.embedding_dim, name="mlp_out")(jax.nn.mish(nn.Dense(cfg.mlp_dim, name="mlp_in")(x)))
+        m = nn.Dense(cfg.embedding_dim, name="mlp_out")(mish(nn.Dense(cfg.mlp_dim, name="mlp_in")(x)))
         return nn.LayerNorm(name="ln_mlp")(alpha * x + m)
 
 
@@ -123,7 +124,7 @@ class Chessformer(nn.Module):
         if is_black is None and cfg.input_features in BLACK_TO_MOVE_FEATURE:
             is_black = squares[:, 0, BLACK_TO_MOVE_FEATURE[cfg.input_features]] > 0.5
 
-        x = jax.nn.mish(nn.Dense(cfg.embedding_dim, name="embedding")(squares))
+        x = mish(nn.Dense(cfg.embedding_dim, name="embedding")(squares))
         if cfg.position_encoding == "absolute":
             x = AbsolutePositionEmbedding(name="square_embedding")(x)
         shared_projection = SharedBiasProjection(name="gab_projection") if cfg.position_encoding == "gab" else None

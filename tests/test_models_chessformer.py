@@ -14,6 +14,8 @@ import models
 from configs.paths import data_file
 from games import chess_bridge, compact_actions, square_encoding, uci_vocab
 from models import attention_policy as ap
+from models.activations import mish
+from models.attention import MultiHeadAttention
 from models.chessformer import Chessformer, ChessformerConfig
 from models.position_bias import GeometricAttentionBias, Relative2DBias, SharedBiasProjection
 
@@ -169,3 +171,35 @@ def test_wrong_square_features_is_a_clear_error():
     net = Chessformer(ChessformerConfig(**TINY, input_features=112))
     with pytest.raises(ValueError, match=r"\[B, 64, 112\]"):
         net.init(jax.random.PRNGKey(0), jnp.zeros((1, 64, 119)))
+
+
+def reference_attention(params, x, bias, num_heads, head_dim):
+    """Textbook multi-head attention from the module's own parameters: einsums, jax.nn.softmax."""
+    proj = {n: jnp.einsum("btd,dhk->bthk", x, params[n]["kernel"]) + params[n]["bias"] for n in ("query", "key", "value")}
+    logits = jnp.einsum("bqhk,bthk->bhqt", proj["query"], proj["key"]) / np.sqrt(head_dim) + bias
+    out = jnp.einsum("bhqt,bthk->bqhk", jax.nn.softmax(logits, axis=-1), proj["value"])
+    return jnp.einsum("bqhk,hkd->bqd", out, params["out"]["kernel"]) + params["out"]["bias"]
+
+
+@pytest.mark.parametrize("bias_batch", [1, 3])
+def test_attention_matches_the_textbook_formula_in_values_and_gradients(bias_batch):
+    heads, head_dim = 4, 8
+    module = MultiHeadAttention(heads, head_dim)
+    x = jax.random.normal(jax.random.PRNGKey(0), (3, 64, 32))
+    # Large logits: the late normalisation and the stop-gradient max must stay exact there too.
+    bias = 30.0 * jax.random.normal(jax.random.PRNGKey(1), (bias_batch, heads, 64, 64))
+    params = module.init(jax.random.PRNGKey(2), x, bias)["params"]
+    ours = lambda p, x, b: jnp.sum(jnp.sin(module.apply({"params": p}, x, b)))
+    ref = lambda p, x, b: jnp.sum(jnp.sin(reference_attention(p, x, b, heads, head_dim)))
+    np.testing.assert_allclose(ours(params, x, bias), ref(params, x, bias), rtol=1e-4)
+    for got, want in zip(jax.tree.leaves(jax.grad(ours, argnums=(0, 1, 2))(params, x, bias)),
+                         jax.tree.leaves(jax.grad(ref, argnums=(0, 1, 2))(params, x, bias))):
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-5)
+
+
+def test_mish_matches_jax_mish_in_values_and_gradients_and_stays_finite_at_large_inputs():
+    finite = jnp.concatenate([jnp.linspace(-40.0, 40.0, 20001), jnp.array([-1e4, 1e4])])
+    np.testing.assert_allclose(mish(finite), jax.nn.mish(finite), atol=3e-6, rtol=1e-6)
+    grad = lambda f: jax.vmap(jax.grad(f))(finite)
+    np.testing.assert_allclose(grad(mish), grad(jax.nn.mish), atol=1e-5)
+    assert bool(jnp.all(jnp.isfinite(mish(finite)))) and bool(jnp.all(jnp.isfinite(grad(mish))))
