@@ -107,7 +107,7 @@ class EvaluateConfig:
     max_boards: int = 1000  # held-out boards for action accuracy and Kendall's tau
     puzzles: str = "puzzles/lichess_puzzles_themed.csv"  # relative to the data dir
     max_puzzles: int = 1000  # puzzles evaluated (first N of the file)
-    out: str = ""  # JSON path ("" -> <net or train.out_dir>/eval_<player>.json)
+    out: str = ""  # JSON path ("" -> <net or train.out_dir>/eval_<player>.json); every report is also appended to the .jsonl beside it
     seed: int = 0
 
 

@@ -3,6 +3,7 @@ returns a legal move, the threefold-repetition fix, and evaluate() on a trained 
 all metrics."""
 import dataclasses
 import json
+from pathlib import Path
 
 import chess
 import jax
@@ -329,6 +330,12 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     assert report["boards"] > 0 and report["puzzles"] == 2
     assert 0.0 <= report["action_accuracy"] <= 1.0 and -1.0 <= report["kendall_tau"] <= 1.0
     assert json.loads(open(report["out"]).read())["puzzles"] == 2
+    # a second evaluation with other settings replaces the JSON, and the history keeps both
+    fewer = evaluate(dataclasses.replace(cfg, evaluate=dataclasses.replace(cfg.evaluate, max_puzzles=1)),
+                     show_progress=False)
+    assert fewer["out"] == report["out"] and json.loads(open(report["out"]).read())["puzzles"] == 1
+    history = [json.loads(line) for line in open(Path(report["out"]).with_suffix(".jsonl"))]
+    assert [h["puzzles"] for h in history] == [2, 1] and history[1]["settings"]["max_puzzles"] == 1
     sf = evaluate(dataclasses.replace(cfg, evaluate=dataclasses.replace(
         cfg.evaluate, player="stockfish", out=str(tmp_path / "sf.json"))), show_progress=False)
     assert sf["bands"]["1200-1599"]["accuracy"] == 1.0  # the mate in one, even at 5 nodes/move
