@@ -11,6 +11,7 @@ Lichess); the opponent's replies come from the solution.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -125,8 +126,8 @@ def evaluate(cfg, show_progress: bool = True) -> dict:
     out = Path(e.out or Path((e.net or cfg.train.out_dir) if student else cfg.train.out_dir)
                / f"eval_{name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    report["settings"] = {"max_boards": e.max_boards, "max_puzzles": e.max_puzzles, "seed": e.seed,
-                          "records": str(cfg.data.records), "test_fraction": cfg.data.test_fraction}
+    report["settings"] = {**dataclasses.asdict(e), "records": str(cfg.data.records),
+                          "test_fraction": cfg.data.test_fraction}
     out.write_text(json.dumps(report, indent=1))
     # The JSON is the latest report; a rerun with other settings must not lose the earlier one.
     with open(out.with_suffix(".jsonl"), "a") as history:
