@@ -63,6 +63,8 @@ def play(agent_search, variables, game, opponent, num_games: int, agent_first: b
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", default="runs/connect_four", help="run directory of a connect_four self-play run")
+    p.add_argument("--network", default="", help="network directory to play (default: the run's latest, "
+                   "<run>/network); e.g. <run>/eval/networks/step-1000 for an earlier one")
     p.add_argument("--depth", type=int, default=4, help="alpha-beta search depth (plies)")
     p.add_argument("--random-games", type=int, default=100, help="games per colour against random")
     p.add_argument("--alphabeta-games", type=int, default=20, help="games per colour against alpha-beta")
@@ -75,13 +77,17 @@ def main() -> None:
         cfg = load(SelfPlayConfig, os.path.join(args.run, "config.yaml"), args.overrides)
     except (ValueError, OSError) as e:  # ConfigError is one: a bad key or value, a missing run
         p.error(str(e))
-    ckpt = network_checkpoint.load(os.path.join(args.run, "network"))
+    try:
+        ckpt = network_checkpoint.load(args.network or os.path.join(args.run, "network"))
+    except (ValueError, OSError) as e:  # a missing or damaged network directory
+        p.error(str(e))
     net = ckpt.module()
     game = games.make("connect_four")
     search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False,
                                      num_simulations=args.simulations or cfg.search.num_simulations)
     search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
-    result = {"run": args.run, "step": ckpt.metadata.get("step"),
+    result = {"run": args.run, "network": args.network or os.path.join(args.run, "network"),
+              "step": ckpt.metadata.get("step"),
               "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,
               "random_plies": args.random_plies, "overrides": args.overrides}
     ab = lambda board, rng: alphabeta_move(board, args.depth, rng)

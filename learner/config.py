@@ -12,7 +12,10 @@ class LearnerConfig:
     batch_size: int = 256  # positions per training step (AlphaZero: 4096)
     lr_values: tuple[float, ...] = (0.2, 0.02, 0.002, 0.0002)  # learning rate of each schedule stage
     lr_boundaries: tuple[int, ...] = (100_000, 300_000, 500_000)  # steps where the next stage starts
-    momentum: float = 0.9  # SGD (Nesterov off) momentum
+    # "sgd": SGD + momentum with L2 (AlphaZero); "adam": Adam with decoupled weight decay 2c (AdamW),
+    # the usual choice for small networks trained briefly (lr_values then ~1e-3)
+    optimizer: Literal["sgd", "adam"] = "sgd"
+    momentum: float = 0.9  # SGD (Nesterov off) momentum; Adam's b1
     l2: float = 1e-4  # c of the loss term c * ||theta||^2 (applied as weight decay 2c)
     value_weight: float = 1.0  # weight of (target - v)^2
     q_ratio: float = 0.0  # value target = (1 - q_ratio) z + q_ratio q, q the search's root value (Lc0's q_ratio)
@@ -36,6 +39,8 @@ class LearnerConfig:
             raise ValueError("lr_boundaries must be positive and increasing")
         if self.batch_size < 1 or self.train_ratio <= 0 or self.publish_every < 1 or self.checkpoint_every < 1:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
+        if self.optimizer not in ("sgd", "adam"):
+            raise ValueError(f"learner.optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
         if not 0.0 <= self.q_ratio <= 1.0:
             raise ValueError("learner.q_ratio must be in [0, 1]")
         if self.num_gpus < 0 or self.num_cpus < 0:

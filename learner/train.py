@@ -51,7 +51,10 @@ def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
 
 
 def make_optimizer(cfg: LearnerConfig) -> optax.GradientTransformation:
-    """SGD with momentum on the loss gradient plus 2c theta (the gradient of c ||theta||^2)."""
+    """SGD with momentum on the loss gradient plus 2c theta (the gradient of c ||theta||^2), or AdamW
+    with weight decay 2c (decoupled: scaled by the learning rate, not by Adam's second moment)."""
+    if cfg.optimizer == "adam":
+        return optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2)
     return optax.chain(optax.add_decayed_weights(2 * cfg.l2),
                        optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
 

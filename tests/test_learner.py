@@ -89,9 +89,10 @@ def test_q_ratio_mixes_the_root_value_into_the_value_target():
         LearnerConfig(q_ratio=1.5)
 
 
-def test_loss_decreases_on_a_fixed_batch():
+@pytest.mark.parametrize("optimizer, lr", [("sgd", 0.05), ("adam", 3e-3)])
+def test_loss_decreases_on_a_fixed_batch(optimizer, lr):
     game, net, batch = ttt_setup()
-    cfg = LearnerConfig(lr_values=(0.05,), lr_boundaries=(), batch_size=32)
+    cfg = LearnerConfig(lr_values=(lr,), lr_boundaries=(), batch_size=32, optimizer=optimizer)
     state = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(0))
     step = make_train_step(net, cfg)
     losses = []
@@ -100,6 +101,22 @@ def test_loss_decreases_on_a_fixed_batch():
         losses.append(float(m["loss"]))
     assert int(state.step) == 60
     assert losses[-1] < 0.6 * losses[0], losses[::10]
+
+
+def test_adam_first_step_moves_each_weight_by_the_learning_rate_against_its_gradient():
+    """Adam's first update is lr * g / (|g| + eps) = lr * sign(g), plus the decoupled decay lr * 2c * theta."""
+    game, net, batch = ttt_setup()
+    lr, l2 = 1e-3, 1e-4
+    cfg = LearnerConfig(lr_values=(lr,), lr_boundaries=(), batch_size=32, optimizer="adam", l2=l2)
+    state = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(0))
+    grads = jax.grad(loss_and_metrics, has_aux=True)(state.params, state.batch_stats, net, cfg, batch)[0]
+    before = [np.asarray(p, np.float64) for p in jax.tree.leaves(state.params)]  # the step donates state
+    new = make_train_step(net, cfg)(state, batch)[0]
+    for g, p0, p1 in zip(jax.tree.leaves(grads), before, jax.tree.leaves(new.params)):
+        g, p1 = np.asarray(g, np.float64), np.asarray(p1, np.float64)
+        big = np.abs(g) > 1e-4  # eps 1e-8 is negligible against these
+        expected = p0 - lr * np.sign(g) - lr * 2 * l2 * p0
+        np.testing.assert_allclose(p1[big], expected[big], rtol=1e-3, atol=1e-6)
 
 
 def test_piecewise_schedule():
