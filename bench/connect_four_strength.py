@@ -77,8 +77,9 @@ def main() -> None:
         cfg = load(SelfPlayConfig, os.path.join(args.run, "config.yaml"), args.overrides)
     except (ValueError, OSError) as e:  # ConfigError is one: a bad key or value, a missing run
         p.error(str(e))
+    network_dir = args.network or os.path.join(args.run, "network")
     try:
-        ckpt = network_checkpoint.load(args.network or os.path.join(args.run, "network"))
+        ckpt = network_checkpoint.load(network_dir)
     except (ValueError, OSError) as e:  # a missing or damaged network directory
         p.error(str(e))
     net = ckpt.module()
@@ -86,8 +87,7 @@ def main() -> None:
     search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False,
                                      num_simulations=args.simulations or cfg.search.num_simulations)
     search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
-    result = {"run": args.run, "network": args.network or os.path.join(args.run, "network"),
-              "step": ckpt.metadata.get("step"),
+    result = {"run": args.run, "network": network_dir, "step": ckpt.metadata.get("step"),
               "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,
               "random_plies": args.random_plies, "overrides": args.overrides}
     ab = lambda board, rng: alphabeta_move(board, args.depth, rng)

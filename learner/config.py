@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Literal, get_args
+
+Optimizer = Literal["sgd", "adam"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -14,7 +16,7 @@ class LearnerConfig:
     lr_boundaries: tuple[int, ...] = (100_000, 300_000, 500_000)  # steps where the next stage starts
     # "sgd": SGD + momentum with L2 (AlphaZero); "adam": Adam with decoupled weight decay 2c (AdamW),
     # the usual choice for small networks trained briefly (lr_values then ~1e-3)
-    optimizer: Literal["sgd", "adam"] = "sgd"
+    optimizer: Optimizer = "sgd"
     momentum: float = 0.9  # SGD (Nesterov off) momentum; Adam's b1
     l2: float = 1e-4  # c of the loss term c * ||theta||^2 (applied as weight decay 2c)
     value_weight: float = 1.0  # weight of (target - v)^2
@@ -39,8 +41,8 @@ class LearnerConfig:
             raise ValueError("lr_boundaries must be positive and increasing")
         if self.batch_size < 1 or self.train_ratio <= 0 or self.publish_every < 1 or self.checkpoint_every < 1:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
-        if self.optimizer not in ("sgd", "adam"):
-            raise ValueError(f"learner.optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
+        if self.optimizer not in get_args(Optimizer):
+            raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
         if not 0.0 <= self.q_ratio <= 1.0:
             raise ValueError("learner.q_ratio must be in [0, 1]")
         if self.num_gpus < 0 or self.num_cpus < 0:
