@@ -34,8 +34,16 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
            interior_action_selection_fn: mctx.InteriorActionSelectionFn,
            num_simulations: int, max_depth: Optional[int] = None,
            invalid_actions: Optional[jax.Array] = None, extra_data: Any = None,
-           certainty: bool = False) -> Tree:
-    """Drop-in for `mctx.search` (same arguments and result, `Tree` of shape [B, nodes, A])."""
+           certainty: bool = False, stop_at_certain: Optional[bool] = None) -> Tree:
+    """Drop-in for `mctx.search` (same arguments and result, `Tree` of shape [B, nodes, A]).
+
+    stop_at_certain (default: `certainty`): a walk that reaches a certain edge ends there and backs
+    up its exact value, expanding nothing. mctx walks on below terminal nodes, one new node per
+    visit, so a search that keeps visiting a decided line grows a chain as deep as the visits (a
+    connect-four tree of 800 simulations: 249 levels, 7x the time of stopping); the root's
+    statistics are the same either way (below a certain edge, nothing changes its value).
+    """
+    stop_at_certain = certainty if stop_at_certain is None else stop_at_certain
     batch = root.value.shape[0]
     max_depth = num_simulations if max_depth is None else max_depth
     if invalid_actions is None:
@@ -49,10 +57,15 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
     def body(sim, carry):
         rng_key, tree = carry
         rng_key, simulate_key, expand_key = jax.random.split(rng_key, 3)
-        parent, action = _simulate(jax.random.split(simulate_key, batch), tree, select, max_depth)
-        child = tree.children_index[jnp.arange(batch), parent, action]
+        parent, action = _simulate(jax.random.split(simulate_key, batch), tree, select, max_depth,
+                                   stop_at_certain=stop_at_certain)
+        rows = jnp.arange(batch)
+        child = tree.children_index[rows, parent, action]
+        # The walk ended on a certain edge: its value is exact, nothing below it is expanded.
+        settled = stop_at_certain & (child != Tree.UNVISITED) & (tree.children_discounts[rows, parent, action] == 0)
         child = jnp.where(child == Tree.UNVISITED, sim + 1, child)  # node i is born at simulation i
-        tree = _expand(params, expand_key, tree, recurrent_fn, parent, action, child)
+        tree = _expand(params, expand_key, tree, recurrent_fn, parent, action, child,
+                       settled if stop_at_certain else None)
         return rng_key, _backup(tree, child, certainty)
 
     tree = _new_tree(root, num_simulations, invalid_actions, extra_data)
@@ -69,8 +82,9 @@ class _Walk(NamedTuple):
     going: jax.Array
 
 
-def _simulate(keys: jax.Array, tree: Tree, select, max_depth: int):
-    """From each root, follow `select` until an unvisited edge (or max_depth): ([B] node, [B] action)."""
+def _simulate(keys: jax.Array, tree: Tree, select, max_depth: int, stop_at_certain: bool = False):
+    """From each root, follow `select` until an unvisited edge (or max_depth, or with
+    `stop_at_certain` a certain edge: discount 0): ([B] node, [B] action)."""
 
     def one(key, tree):
         def step(walk):
@@ -79,6 +93,8 @@ def _simulate(keys: jax.Array, tree: Tree, select, max_depth: int):
             next_node = tree.children_index[walk.next_node, action]
             depth = walk.depth + 1
             going = (next_node != Tree.UNVISITED) & (depth < max_depth)
+            if stop_at_certain:
+                going &= tree.children_discounts[walk.next_node, action] != 0
             return _Walk(key, walk.next_node, action, next_node, depth, going)
 
         start = _Walk(key, jnp.int32(Tree.NO_PARENT), jnp.int32(Tree.NO_PARENT),
@@ -90,29 +106,42 @@ def _simulate(keys: jax.Array, tree: Tree, select, max_depth: int):
     return jax.vmap(one)(keys, tree)
 
 
-def _expand(params, rng_key, tree: Tree, recurrent_fn, parent, action, child) -> Tree:
-    """Evaluates the B new leaves and links them under (parent, action). All arguments [B]."""
+def _expand(params, rng_key, tree: Tree, recurrent_fn, parent, action, child, settled=None) -> Tree:
+    """Evaluates the B new leaves and links them under (parent, action). All arguments [B].
+
+    A `settled` row's leaf is a certain child already in the tree: only its visit count grows
+    (its other writes go to an out-of-range index, which the scatters drop).
+    """
     rows = jnp.arange(parent.shape[0])
     embedding = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
     step, embedding = recurrent_fn(params, rng_key, action, embedding)
-    tree = _write_node(tree, child, step.prior_logits, step.value, embedding)
+    visits = tree.node_visits[rows, child] + 1  # with max_depth a leaf can be expanded again
+    if settled is not None:
+        outside = tree.node_visits.shape[1]
+        parent, child_written = jnp.where(settled, outside, parent), jnp.where(settled, outside, child)
+    else:
+        child_written = child
+    tree = _write_node(tree, child_written, step.prior_logits, step.value, embedding)
+    edge = lambda x, v: x.at[rows, parent, action].set(v, mode="drop")
+    node = lambda x, v: x.at[rows, child_written].set(v, mode="drop")
     return tree.replace(
-        children_index=tree.children_index.at[rows, parent, action].set(child),
-        children_rewards=tree.children_rewards.at[rows, parent, action].set(step.reward),
-        children_discounts=tree.children_discounts.at[rows, parent, action].set(step.discount),
-        parents=tree.parents.at[rows, child].set(parent),
-        action_from_parent=tree.action_from_parent.at[rows, child].set(action))
+        node_visits=tree.node_visits.at[rows, child].set(visits),
+        children_index=edge(tree.children_index, child),
+        children_rewards=edge(tree.children_rewards, step.reward),
+        children_discounts=edge(tree.children_discounts, step.discount),
+        parents=node(tree.parents, parent),
+        action_from_parent=node(tree.action_from_parent, action))
 
 
 def _write_node(tree: Tree, node, prior_logits, value, embedding) -> Tree:
+    """Writes one node per row (rows whose `node` is out of range write nothing); not its visits."""
     rows = jnp.arange(node.shape[0])
-    visits = tree.node_visits[rows, node] + 1  # with max_depth a leaf can be expanded again
+    put = lambda x, v: x.at[rows, node].set(v, mode="drop")
     return tree.replace(
-        children_prior_logits=tree.children_prior_logits.at[rows, node].set(prior_logits),
-        raw_values=tree.raw_values.at[rows, node].set(value),
-        node_values=tree.node_values.at[rows, node].set(value),
-        node_visits=tree.node_visits.at[rows, node].set(visits),
-        embeddings=jax.tree.map(lambda t, s: t.at[rows, node].set(s), tree.embeddings, embedding))
+        children_prior_logits=put(tree.children_prior_logits, prior_logits),
+        raw_values=put(tree.raw_values, value),
+        node_values=put(tree.node_values, value),
+        embeddings=jax.tree.map(put, tree.embeddings, embedding))
 
 
 def certain_value(tree: Tree, node: jax.Array):
@@ -191,4 +220,5 @@ def _new_tree(root: mctx.RootFnOutput, num_simulations: int, invalid_actions, ex
         root_invalid_actions=invalid_actions,
         extra_data=extra_data)
     root_node = jnp.full((batch,), Tree.ROOT_INDEX, jnp.int32)
-    return _write_node(tree, root_node, root.prior_logits, root.value, root.embedding)
+    tree = _write_node(tree, root_node, root.prior_logits, root.value, root.embedding)
+    return tree.replace(node_visits=tree.node_visits.at[:, Tree.ROOT_INDEX].set(1))

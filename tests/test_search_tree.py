@@ -85,3 +85,48 @@ def test_same_tree_as_mctx(game_name, selection_name, max_depth):
                  "children_rewards", "children_discounts"]:
         np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name), err_msg=name)
     np.testing.assert_array_equal(ours.embeddings.slot_actions, theirs.embeddings.slot_actions)
+
+
+def tree_depth(parents: np.ndarray) -> int:
+    """Deepest node of one tree's parent array (nodes are born after their parents)."""
+    depth = np.zeros(len(parents), int)
+    for i in range(1, len(parents)):
+        if parents[i] >= 0:
+            depth[i] = depth[parents[i]] + 1
+    return int(depth.max())
+
+
+@pytest.mark.parametrize("policy", ["puct", "gumbel"])
+def test_stopping_at_certain_edges_keeps_the_root_statistics(policy):
+    """A walk that ends on a certain edge (terminal or proven) backs up the same exact value as
+    mctx's walk on below it, so the root's visits and values are unchanged, while the tree stays
+    within the game's length instead of growing a chain under each decided line."""
+    game = games.make("connect_four")
+    evaluate = random_network(game)
+    states = random_states(game, batch=6, plies=24, seed=3)  # late middlegames: many decided lines
+    config = SearchConfig(policy=policy, num_simulations=200, max_num_considered_actions=7,
+                          win_check="tree")
+    root_fn, interior_fn = selection.selection_fns(config)
+    root, invalid = build_root(game, evaluate, states)
+    extra = None
+    if policy == "gumbel":
+        extra = mctx.GumbelMuZeroExtraData(
+            root_gumbel=jax.random.gumbel(jax.random.PRNGKey(3), root.prior_logits.shape))
+    kwargs = dict(root=root, recurrent_fn=make_recurrent_fn(game, evaluate, config),
+                  root_action_selection_fn=root_fn, interior_action_selection_fn=interior_fn,
+                  num_simulations=config.num_simulations, invalid_actions=invalid,
+                  extra_data=extra, certainty=True)
+    run = lambda stop: jax.jit(lambda k: tree_search.search(None, k, stop_at_certain=stop, **kwargs))(
+        jax.random.PRNGKey(5))
+    stopped, walked = run(True), run(False)
+    root_of = lambda t, x: np.asarray(getattr(t, x)[:, 0])
+    for name in ["node_visits", "children_visits", "children_rewards", "children_discounts"]:
+        np.testing.assert_array_equal(root_of(stopped, name), root_of(walked, name), err_msg=name)
+    np.testing.assert_allclose(root_of(stopped, "node_values"), root_of(walked, "node_values"), atol=1e-5)
+    q = lambda t: np.asarray(t.qvalues(jnp.zeros(6, jnp.int32)))
+    np.testing.assert_allclose(q(stopped), q(walked), atol=1e-5)
+    remaining = 42 - 24  # plies left in a connect-four game after 24
+    stopped_depth = [tree_depth(p) for p in np.asarray(stopped.parents)]
+    walked_depth = [tree_depth(p) for p in np.asarray(walked.parents)]
+    assert max(stopped_depth) <= remaining
+    assert max(walked_depth) > remaining  # the chains below decided lines that stopping avoids
