@@ -45,11 +45,12 @@ def play(agent_search, variables, game, opponent, num_games: int, agent_first: b
         if done.all():
             break
         random_ply = ply < random_plies  # both sides random: no search needed
-        actions = np.zeros(num_games, np.int32) if random_ply else \
-            np.asarray(agent_search(variables, states, jax.random.PRNGKey(ply)).action).copy()
+        to_move = np.asarray(states.current_player)
+        agent_to_move = np.any(~done & (to_move == agent))  # all games share a ply: often none is
+        actions = np.asarray(agent_search(variables, states, jax.random.PRNGKey(ply)).action).copy() \
+            if agent_to_move and not random_ply else np.zeros(num_games, np.int32)
         obs = np.asarray(game.observe(states))
         legal = np.asarray(game.legal_mask(states))
-        to_move = np.asarray(states.current_player)
         for b in np.flatnonzero(~done & ((to_move != agent) | random_ply)):
             board = obs[b, ..., 0] * 1 + obs[b, ..., 1] * 2
             random_move = opponent is None or random_ply
