@@ -61,11 +61,11 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
                                    stop_at_certain=stop_at_certain)
         rows = jnp.arange(batch)
         child = tree.children_index[rows, parent, action]
-        # The walk ended on a certain edge: its value is exact, nothing below it is expanded.
-        settled = stop_at_certain & (child != Tree.UNVISITED) & (tree.children_discounts[rows, parent, action] == 0)
+        settled = None  # rows whose walk ended on a certain edge: exact value, nothing expanded
+        if stop_at_certain:
+            settled = (child != Tree.UNVISITED) & (tree.children_discounts[rows, parent, action] == 0)
         child = jnp.where(child == Tree.UNVISITED, sim + 1, child)  # node i is born at simulation i
-        tree = _expand(params, expand_key, tree, recurrent_fn, parent, action, child,
-                       settled if stop_at_certain else None)
+        tree = _expand(params, expand_key, tree, recurrent_fn, parent, action, child, settled)
         return rng_key, _backup(tree, child, certainty)
 
     tree = _new_tree(root, num_simulations, invalid_actions, extra_data)
