@@ -44,6 +44,10 @@ class SearchConfig:
     # Certain values (terminal or proven edges) propagate up the tree: a node with a certainly won
     # move is won, a node whose every move is certain takes the best of them (mate in N, draws).
     certainty_propagation: bool = True
+    # With certainty propagation, a walk that reaches a certain edge ends there and backs up its exact
+    # value (the root statistics are mctx's); False: mctx's walk, which grows a chain of new nodes under
+    # each decided line (800-simulation connect-four trees 249 levels deep; bench/deep_search.py).
+    stop_at_certain: bool = True
     win_check_max_checks: int = 16  # chess: checking moves per position tested for mate
     # "tree": a new node with at most this many legal moves, each answered by an immediate win, is a
     # certain loss for its mover (chess: mate in 2 after a check); 0 turns the probe off.

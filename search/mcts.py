@@ -177,7 +177,8 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
             root_action_selection_fn=root_select, interior_action_selection_fn=interior_select,
             num_simulations=config.num_simulations, max_depth=config.max_depth,
             invalid_actions=(root_slots == slots.EMPTY).astype(jnp.float32), extra_data=extra,
-            certainty=config.certainty_propagation)
+            certainty=config.certainty_propagation,
+            stop_at_certain=config.certainty_propagation and config.stop_at_certain)
         return tree, root.embedding, prior
 
     return run

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import games
-from search import SearchConfig, legal_slots, make_recurrent_fn, selection, slots, tree_search
+from search import SearchConfig, legal_slots, make_recurrent_fn, make_search, selection, slots, tree_search
 from search.mcts import Node, _slim
 
 
@@ -130,3 +130,21 @@ def test_stopping_at_certain_edges_keeps_the_root_statistics(policy):
     walked_depth = [tree_depth(p) for p in np.asarray(walked.parents)]
     assert max(stopped_depth) <= remaining
     assert max(walked_depth) > remaining  # the chains below decided lines that stopping avoids
+
+
+def test_search_config_stop_at_certain_reaches_the_walk():
+    """`SearchConfig.stop_at_certain=False` gives mctx's walk through `make_search` (the deep-search
+    bench compares the two): the same root visits, and only the old walk runs past the game's end."""
+    game = games.make("connect_four")
+    evaluate = random_network(game)
+    states = random_states(game, batch=4, plies=24, seed=3)
+    trees = {}
+    for stop in (True, False):
+        config = SearchConfig(policy="puct", num_simulations=200, win_check="tree", root_noise=False,
+                              temperature_plies=0, stop_at_certain=stop)
+        search = make_search(game, evaluate, config, return_tree=True)
+        trees[stop] = search(None, states, jax.random.PRNGKey(1))[1]
+    np.testing.assert_array_equal(np.asarray(trees[True].children_visits[:, 0]),
+                                  np.asarray(trees[False].children_visits[:, 0]))
+    depth = {stop: max(tree_depth(p) for p in np.asarray(t.parents)) for stop, t in trees.items()}
+    assert depth[True] <= 42 - 24 < depth[False]
