@@ -318,6 +318,20 @@ def _book_path(book: str) -> Path:
     return data_file("openings", book)
 
 
+def anchor_labels(players, within: float = 15.0) -> list[tuple[float, list[str]]]:
+    """Fixed opponents (not the run's networks, not random) as (rating, names), anchors rated within
+    `within` Elo of the group's first joined into one line so their labels do not overprint."""
+    anchors = sorted((p.rating, p.name) for p in players
+                     if not p.name.startswith("step-") and p.name != RANDOM and math.isfinite(p.rating))
+    groups: list[tuple[float, list[str]]] = []
+    for rating, name in anchors:
+        if groups and rating - groups[-1][0] < within:
+            groups[-1][1].append(name)
+        else:
+            groups.append((rating, [name]))
+    return groups
+
+
 def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
     """Elo (latest fit, 95% intervals) against hours and learner step; mate rates; loss."""
     import matplotlib
@@ -335,11 +349,10 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
         err = np.array([[p.rating - p.lower for _, p in rows], [p.upper - p.rating for _, p in rows]])
         ax.errorbar(x, elo, yerr=err, marker="o", capsize=3, label="network (MCTS, run's search)")
         ax.axhline(0, color="grey", lw=0.8, ls="--", label="random = 0")
-        for p in fit.players:
-            if not p.name.startswith("step-") and p.name != RANDOM and math.isfinite(p.rating):
-                ax.axhline(p.rating, lw=0.8, ls=":", color="tab:red")
-                ax.annotate(p.name, (0.99, p.rating), xycoords=("axes fraction", "data"), ha="right", va="bottom",
-                            fontsize=7, color="tab:red")  # right-aligned: the legend sits at the left
+        for rating, names in anchor_labels(fit.players):
+            ax.axhline(rating, lw=0.8, ls=":", color="tab:red")
+            ax.annotate(", ".join(names), (0.99, rating), xycoords=("axes fraction", "data"), ha="right",
+                        va="bottom", fontsize=7, color="tab:red")  # right-aligned: the legend sits at the left
         ax.set_xlabel(label)
         ax.set_ylabel("Elo (95% interval)")
         ax.grid(alpha=0.3)

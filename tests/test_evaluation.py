@@ -164,3 +164,15 @@ def test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve(tmp_path):
     assert steps == sorted(set(steps)) and steps[-1] == 700, steps  # no step twice
     assert float(resumed[-1]["hours"]) > float(rows[-1]["hours"])  # the run's clock carried over
     assert sum(1 for _ in open(run_dir / "eval" / "games.csv")) > games_before
+
+
+def test_anchor_labels_join_anchors_rated_alike():
+    """The progress picture labels each fixed opponent once; anchors the fit rates alike (alpha-beta
+    depths 2 and 4 both at +569 in a connect-four run) share one line instead of overprinting."""
+    from arena.ratings import PlayerRating
+    from selfplay.evaluator import anchor_labels
+    rated = lambda name, r: PlayerRating(name, r, r - 100, r + 100, 100, 0.5)
+    players = [rated("step-1000", 560.0), rated("random", 0.0), rated("alphabeta:depth=4", 568.5),
+               rated("alphabeta:depth=2", 569.2), rated("alphabeta:depth=6", 820.0)]
+    assert anchor_labels(players) == [(568.5, ["alphabeta:depth=4", "alphabeta:depth=2"]),
+                                      (820.0, ["alphabeta:depth=6"])]
