@@ -35,7 +35,7 @@ import games  # noqa: E402
 from configs.loader import load  # noqa: E402
 from models import checkpoint as network_checkpoint  # noqa: E402
 from models import make_network  # noqa: E402
-from search import make_search  # noqa: E402
+from search import make_search, tree_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 
 PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs",
@@ -52,16 +52,6 @@ def mid_game(game, batch: int, plies: int, seed: int = 0):
         moves = [rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal]
         states = step(states, jnp.asarray(moves))
     return states
-
-
-def tree_depth(parents: np.ndarray) -> np.ndarray:
-    """[B, N] parent indices (-1: root or unused) -> [B] depth of each tree's deepest node."""
-    depth = np.zeros(parents.shape, np.int64)
-    for node in range(1, parents.shape[1]):  # mctx allocates children after their parents
-        parent = parents[:, node]
-        used = parent >= 0
-        depth[used, node] = depth[used, parent[used]] + 1
-    return depth.max(axis=1)
 
 
 def time_search(search, variables, states, repeats: int):
@@ -118,7 +108,7 @@ def main(argv=None) -> None:
             visits[walk] = np.asarray(tree.children_visits[:, 0])
             cells[walk] = {"seconds_per_search": round(seconds, 3),
                            "ms_per_simulation": round(1000 * seconds / sims, 2),
-                           "mean_max_depth": round(float(tree_depth(np.asarray(tree.parents)).mean()), 1)}
+                           "mean_max_depth": round(float(tree_search.deepest_node(np.asarray(tree.parents)).mean()), 1)}
             print(f"{sims} {walk}: {json.dumps(cells[walk])}", file=sys.stderr, flush=True)
         cells["speedup"] = round(cells["mctx_walk"]["seconds_per_search"]
                                  / cells["stop_at_certain"]["seconds_per_search"], 2)

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 
 from search import slots
 
@@ -222,3 +223,14 @@ def _new_tree(root: mctx.RootFnOutput, num_simulations: int, invalid_actions, ex
     root_node = jnp.full((batch,), Tree.ROOT_INDEX, jnp.int32)
     tree = _write_node(tree, root_node, root.prior_logits, root.value, root.embedding)
     return tree.replace(node_visits=tree.node_visits.at[:, Tree.ROOT_INDEX].set(1))
+
+
+def deepest_node(parents: np.ndarray) -> np.ndarray:
+    """[B, N] `Tree.parents` (-1: root or unused) -> [B] depth of each tree's deepest node (host-side,
+    for tests and benchmarks; mctx allocates every node after its parent)."""
+    depth = np.zeros(parents.shape, np.int64)
+    for node in range(1, parents.shape[1]):
+        parent = parents[:, node]
+        used = parent >= 0
+        depth[used, node] = depth[used, parent[used]] + 1
+    return depth.max(axis=1)

@@ -87,15 +87,6 @@ def test_same_tree_as_mctx(game_name, selection_name, max_depth):
     np.testing.assert_array_equal(ours.embeddings.slot_actions, theirs.embeddings.slot_actions)
 
 
-def tree_depth(parents: np.ndarray) -> int:
-    """Deepest node of one tree's parent array (nodes are born after their parents)."""
-    depth = np.zeros(len(parents), int)
-    for i in range(1, len(parents)):
-        if parents[i] >= 0:
-            depth[i] = depth[parents[i]] + 1
-    return int(depth.max())
-
-
 @pytest.mark.parametrize("policy", ["puct", "gumbel"])
 def test_stopping_at_certain_edges_keeps_the_root_statistics(policy):
     """A walk that ends on a certain edge (terminal or proven) backs up the same exact value as
@@ -126,8 +117,8 @@ def test_stopping_at_certain_edges_keeps_the_root_statistics(policy):
     q = lambda t: np.asarray(t.qvalues(jnp.zeros(6, jnp.int32)))
     np.testing.assert_allclose(q(stopped), q(walked), atol=1e-5)
     remaining = 42 - 24  # plies left in a connect-four game after 24
-    stopped_depth = [tree_depth(p) for p in np.asarray(stopped.parents)]
-    walked_depth = [tree_depth(p) for p in np.asarray(walked.parents)]
+    stopped_depth = tree_search.deepest_node(np.asarray(stopped.parents))
+    walked_depth = tree_search.deepest_node(np.asarray(walked.parents))
     assert max(stopped_depth) <= remaining
     assert max(walked_depth) > remaining  # the chains below decided lines that stopping avoids
 
@@ -146,5 +137,5 @@ def test_search_config_stop_at_certain_reaches_the_walk():
         trees[stop] = search(None, states, jax.random.PRNGKey(1))[1]
     np.testing.assert_array_equal(np.asarray(trees[True].children_visits[:, 0]),
                                   np.asarray(trees[False].children_visits[:, 0]))
-    depth = {stop: max(tree_depth(p) for p in np.asarray(t.parents)) for stop, t in trees.items()}
+    depth = {stop: max(tree_search.deepest_node(np.asarray(t.parents))) for stop, t in trees.items()}
     assert depth[True] <= 42 - 24 < depth[False]
