@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/selfplay.py                 # chess_cpu preset + the reference configs
     .venv/bin/python bench/selfplay.py --only ref_2x32 --plies 5
+    .venv/bin/python bench/selfplay.py --config configs/connect_four.yaml --set actors.games_per_actor=128
 
 Reference config (issue 6, the pgx AlphaZero example's): chess, 64 games in parallel, 32 Gumbel
 simulations, ResNet 2x32 and 6x64, training batch 256. A ply is one batched search + one env step
@@ -34,6 +35,7 @@ import games  # noqa: E402
 import models  # noqa: E402
 import search as search_lib  # noqa: E402
 from configs.loader import load  # noqa: E402
+from games import symmetry  # noqa: E402
 from learner.train import init_train_state, make_train_step  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 from selfplay.messages import TrainingBatch  # noqa: E402
@@ -63,15 +65,18 @@ def _timed(fn, repeats: int) -> float:
 
 
 def replay_shaped_batch(game, obs: np.ndarray, batch_size: int) -> TrainingBatch:
-    """What ReplayBuffer.sample returns: observations tiled from `obs`, 20 legal moves per position."""
+    """What ReplayBuffer.sample returns: observations tiled from `obs`, 20 legal moves per position
+    (every slot where the game has fewer, as connect four's 7)."""
     W, A = game.spec.max_legal_actions, game.spec.num_actions
+    n = min(20, W)
     rng = np.random.default_rng(0)
     legal = np.full((batch_size, W), -1, np.int32)
-    legal[:, :20] = np.sort(np.stack([rng.choice(A, 20, replace=False) for _ in range(batch_size)]), axis=1)
+    legal[:, :n] = np.sort(np.stack([rng.choice(A, n, replace=False) for _ in range(batch_size)]), axis=1)
     policy = np.zeros((batch_size, W), np.float32)
-    policy[:, :20] = rng.dirichlet(np.ones(20), size=batch_size)
+    policy[:, :n] = rng.dirichlet(np.ones(n), size=batch_size)
     return TrainingBatch(observation=np.resize(obs, (batch_size, *obs.shape[1:])), legal_actions=legal,
-                         policy=policy, z=rng.choice([-1.0, 0.0, 1.0], size=batch_size).astype(np.float32))
+                         policy=policy, z=rng.choice([-1.0, 0.0, 1.0], size=batch_size).astype(np.float32),
+                         q=rng.uniform(-1.0, 1.0, size=batch_size).astype(np.float32))
 
 
 def samples_per_second(step, state, batch_size: int, steps: int) -> float:
@@ -88,8 +93,9 @@ def samples_per_second(step, state, batch_size: int, steps: int) -> float:
     return float(np.median(rates))
 
 
-def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) -> dict:
-    cfg = load(SelfPlayConfig, os.path.join(ROOT, "configs/chess_cpu.yaml"), overrides)
+def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
+                 config: str = os.path.join(ROOT, "configs/chess_cpu.yaml")) -> dict:
+    cfg = load(SelfPlayConfig, config, overrides)
     game = games.make(cfg.game)
     net = models.make_network(cfg.network, game.spec)
     B = cfg.actors.games_per_actor
@@ -130,7 +136,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int) 
     # Learner: the jitted train step on a replay-shaped batch (host arrays, as the replay actor sends them).
     batch = replay_shaped_batch(game, np.asarray(obs), cfg.learner.batch_size)
     state = init_train_state(net, cfg.learner, obs[:1], jax.random.PRNGKey(3))
-    train = make_train_step(net, cfg.learner)
+    train = make_train_step(net, cfg.learner, symmetry.of(cfg.game))
     LB = cfg.learner.batch_size
     learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, LB, train_steps)
 
@@ -235,17 +241,29 @@ def main() -> None:
     p.add_argument("--train-steps", type=int, default=10, help="timed learner steps per config")
     p.add_argument("--no-baseline", action="store_true",
                    help="skip the pgx-example-style baseline (stock mctx over 4672 actions) measured alongside")
+    p.add_argument("--config", help="bench this preset alone (any game), e.g. configs/connect_four.yaml; "
+                   "no baseline")
+    p.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="dotted overrides of --config, e.g. actors.games_per_actor=128")
     args = p.parse_args()
-    results = {name: bench_config(name, CONFIGS[name], args.plies, args.train_steps)
-               for name in (args.only or CONFIGS)}
-    if not args.no_baseline:
+    if args.config:
+        try:
+            load(SelfPlayConfig, args.config, args.overrides)  # a bad file, key or value: one line
+        except ValueError as e:
+            p.exit(2, f"bench/selfplay.py: {e}\n")
+        name = os.path.splitext(os.path.basename(args.config))[0]
+        results = {name: bench_config(name, args.overrides, args.plies, args.train_steps, args.config)}
+    else:
+        results = {name: bench_config(name, CONFIGS[name], args.plies, args.train_steps)
+                   for name in (args.only or CONFIGS)}
+    if not args.no_baseline and not args.config:
         results["pgx_example_way_2x32_same_load"] = bench_pgx_example_baseline(CONFIGS["ref_2x32"], 3)
         ours = results.get("ref_2x32")
         if ours:
             results["speedup_vs_pgx_example_way_2x32"] = round(
                 ours["positions_per_s"] / results["pgx_example_way_2x32_same_load"]["positions_per_s"], 2)
     for name in ("ref_2x32", "ref_6x64"):
-        if name in results and not args.no_baseline:
+        if name in results and not args.no_baseline and not args.config:
             theirs = bench_pgx_example_learner(CONFIGS[name], args.train_steps)
             results[f"pgx_example_learner_{name[4:]}_same_load"] = theirs
             results[f"learner_speedup_vs_pgx_example_{name[4:]}"] = round(
