@@ -48,6 +48,9 @@ class SearchConfig:
     # value (the root statistics are mctx's); False: mctx's walk, which grows a chain of new nodes under
     # each decided line (800-simulation connect-four trees 249 levels deep; bench/deep_search.py).
     stop_at_certain: bool = True
+    # Evaluate every node under each of the game's board symmetries (games/symmetry.py) and average
+    # (search/symmetric.py): connect four's mirror costs 2x the network per node; chess has none.
+    symmetric_eval: bool = False
     win_check_max_checks: int = 16  # chess: checking moves per position tested for mate
     # "tree": a new node with at most this many legal moves, each answered by an immediate win, is a
     # certain loss for its mover (chess: mate in 2 after a check); 0 turns the probe off.

@@ -24,8 +24,9 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from games import symmetry
 from games.immediate_wins import forced_losses, immediate_wins, wins_in_two
-from search import noise, selection, slots, tree_search
+from search import noise, selection, slots, symmetric, tree_search
 from search.config import SearchConfig
 
 # evaluate(params, observations [B, *obs]) -> (policy_logits [B, num_actions], value [B] in
@@ -151,6 +152,12 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
 
     For analysis and tests; `make_search` is what players use.
     """
+    if config.symmetric_eval:
+        transforms = symmetry.of(game.name)
+        if len(transforms) < 2:
+            raise ValueError(f"search.symmetric_eval: {game.name} has no board symmetries (games/symmetry.py); "
+                             "set search.symmetric_eval=false")
+        evaluate = symmetric.averaged(evaluate, transforms)
     net = network_fn(evaluate)
     recurrent_fn = make_recurrent_fn(game, evaluate, config)
     root_select, interior_select = selection.selection_fns(config)
