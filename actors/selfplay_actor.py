@@ -126,6 +126,11 @@ class SelfPlayActor:
             if result is not None:
                 self.version, self.variables = result
 
+    def pin_cpus(self, cores: list[int]) -> bool:
+        """Pins this actor's process (every thread) to `cores` (SelfPlayConfig.pin_cpus)."""
+        from configs.runtime import pin_threads
+        return pin_threads(cores)
+
     # -- play ------------------------------------------------------------------------------------
     def play(self, num_plies: int) -> PlayReport:
         """Advances every game `num_plies` plies; returns after finished games are acknowledged."""

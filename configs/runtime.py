@@ -44,6 +44,23 @@ def expose_cpu_cores(count: int = 0) -> bool:
     return True
 
 
+def pin_threads(cores: list[int]) -> bool:
+    """Pins every thread of this process (XLA's pools included, which a plain sched_setaffinity of the
+    calling thread would miss) to `cores`; threads started later inherit it. Linux only: returns False
+    where the process cannot be pinned."""
+    if not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"):
+        return False
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                os.sched_setaffinity(int(tid), cores)
+            except ProcessLookupError:  # a thread that ended meanwhile
+                pass
+    except OSError:
+        return False
+    return True
+
+
 def stop_on_sigterm() -> None:
     """SIGTERM (`kill`, a scheduler's preemption, `docker stop`) raises KeyboardInterrupt, so a command
     stops as on Ctrl-C (checkpoint, engines closed, finished work kept). A background job started from

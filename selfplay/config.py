@@ -71,6 +71,10 @@ class SelfPlayConfig:
     max_minutes: float = 0.0  # stop (checkpointed, resumable) after this wall time; 0: no limit
     ray_num_cpus: int = 2  # CPUs of the local Ray instance (ignored with --ray-address)
     ray_object_store_mb: int = 256  # object store of the local Ray instance, MiB
+    # Local Ray only: self-play actor i on core i mod (cores - 1), the driver (and its learner) on the
+    # last core, so the XLA thread pools of two processes stop trading places on a small machine
+    # (connect four on 2 cores: docs/selfplay.md#throughput). Ignored with --ray-address.
+    pin_cpus: bool = False
     log_every_seconds: float = 10.0  # TensorBoard scalars and non-TTY progress lines
     sample_game_every: int = 20  # append every n-th finished game to games.pgn (chess)
     freeze_corpus_on_exit: bool = False  # write runs/<name>/corpus/ (immutable) when the run stops

@@ -37,7 +37,7 @@ import games
 import models
 from actors.selfplay_actor import SelfPlayActor
 from configs.loader import to_dict
-from configs.runtime import stop_on_sigterm
+from configs.runtime import pin_threads, stop_on_sigterm
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
@@ -247,8 +247,11 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     started_ray = _init_ray(cfg, ray_address)
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
-        return _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
-                        float(meta.get("seconds_total", 0.0)), checkpointer, progress).run()
+        session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
+                           float(meta.get("seconds_total", 0.0)), checkpointer, progress)
+        if cfg.pin_cpus and not ray_address:
+            session.pin_cpus()
+        return session.run()
     finally:
         progress.close()
         checkpointer.close()
@@ -298,6 +301,12 @@ class RunState:
         self.actor_nodes.add(report.node)
 
 
+def cpu_plan(cores: list[int], num_actors: int) -> tuple[list[int], int]:
+    """SelfPlayConfig.pin_cpus's placement: (the core of each self-play actor, the driver's core).
+    The driver (the learner) keeps the last core to itself; the actors share the others, in turn."""
+    return [cores[i % (len(cores) - 1)] for i in range(num_actors)], cores[-1]
+
+
 class _Session:
     """One session of a run: starts the Ray actors, loops collect / train / report, shuts down."""
 
@@ -330,6 +339,23 @@ class _Session:
                           if cfg.evaluation.enabled else None)
         if self.evaluator and self.evaluator.latest:
             progress.evaluated(self.evaluator.latest)
+
+    def pin_cpus(self) -> None:
+        """SelfPlayConfig.pin_cpus: actor i on core i mod (cores - 1), the driver on the last core (one
+        line where it cannot be done; a restarted actor runs unpinned)."""
+        import os
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        if len(cores) < 2:
+            print(f"pin_cpus: {len(cores) or 'an unknown number of'} core(s) visible, nothing pinned",
+                  file=sys.stderr)
+            return
+        actor_cores, driver_core = cpu_plan(cores, len(self.actors))
+        pinned = ray.get([a.pin_cpus.remote([c]) for a, c in zip(self.actors, actor_cores)])
+        if self.cfg.learner.placement == "driver":
+            pinned.append(pin_threads([driver_core]))
+        if not all(pinned):
+            print("pin_cpus: this platform cannot pin threads (Linux only); the run goes on unpinned",
+                  file=sys.stderr)
 
     def run(self) -> RunSummary:
         self.state.started = time.monotonic()
