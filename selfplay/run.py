@@ -23,6 +23,7 @@ The loop repeats three steps over a `RunState` until a stop condition or Ctrl-C,
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import threading
 import time
@@ -251,6 +252,8 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
                            float(meta.get("seconds_total", 0.0)), checkpointer, progress)
         if cfg.pin_cpus and not ray_address:
             session.pin_cpus()
+        elif cfg.pin_cpus:
+            print("pin_cpus: ignored with --ray-address (a cluster places its actors itself)", file=sys.stderr)
         return session.run()
     finally:
         progress.close()
@@ -343,7 +346,6 @@ class _Session:
     def pin_cpus(self) -> None:
         """SelfPlayConfig.pin_cpus: actor i on core i mod (cores - 1), the driver on the last core (one
         line where it cannot be done; a restarted actor runs unpinned)."""
-        import os
         cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         if len(cores) < 2:
             print(f"pin_cpus: {len(cores) or 'an unknown number of'} core(s) visible, nothing pinned",
