@@ -25,6 +25,7 @@ import models
 import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
+from configs.runtime import pin_threads
 from replay.record import GameRecord, compress_observation, encode
 
 
@@ -128,7 +129,6 @@ class SelfPlayActor:
 
     def pin_cpus(self, cores: list[int]) -> bool:
         """Pins this actor's process (every thread) to `cores` (SelfPlayConfig.pin_cpus)."""
-        from configs.runtime import pin_threads
         return pin_threads(cores)
 
     # -- play ------------------------------------------------------------------------------------

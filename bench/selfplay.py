@@ -256,14 +256,15 @@ def main() -> None:
     else:
         results = {name: bench_config(name, CONFIGS[name], args.plies, args.train_steps)
                    for name in (args.only or CONFIGS)}
-    if not args.no_baseline and not args.config:
+    baseline = not (args.no_baseline or args.config)  # the baseline is chess's reference config
+    if baseline:
         results["pgx_example_way_2x32_same_load"] = bench_pgx_example_baseline(CONFIGS["ref_2x32"], 3)
         ours = results.get("ref_2x32")
         if ours:
             results["speedup_vs_pgx_example_way_2x32"] = round(
                 ours["positions_per_s"] / results["pgx_example_way_2x32_same_load"]["positions_per_s"], 2)
     for name in ("ref_2x32", "ref_6x64"):
-        if name in results and not args.no_baseline and not args.config:
+        if name in results and baseline:
             theirs = bench_pgx_example_learner(CONFIGS[name], args.train_steps)
             results[f"pgx_example_learner_{name[4:]}_same_load"] = theirs
             results[f"learner_speedup_vs_pgx_example_{name[4:]}"] = round(

@@ -157,7 +157,7 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
         if len(transforms) < 2:
             raise ValueError(f"search.symmetric_eval: {game.name} has no board symmetries (games/symmetry.py); "
                              "set search.symmetric_eval=false")
-        evaluate = symmetric.averaged(evaluate, transforms)
+        evaluate = symmetric.averaged(network_fn(evaluate), transforms)  # network_fn of it is the identity
     net = network_fn(evaluate)
     recurrent_fn = make_recurrent_fn(game, evaluate, config)
     root_select, interior_select = selection.selection_fns(config)

@@ -44,7 +44,7 @@ def test_averaged_network_is_the_mean_of_both_views_and_mirror_equivariant():
     flipped = evaluate(variables, mirrored)
     assert not np.allclose(plain.value, flipped.value, atol=1e-4)  # the raw network is not symmetric
 
-    averaged = symmetric.averaged(evaluate, symmetry.of("connect_four"))
+    averaged = symmetric.averaged(search.network_fn(evaluate), symmetry.of("connect_four"))
     logits, value = averaged(variables, obs)
     expected = np.log((jax.nn.softmax(plain.policy_logits) + jax.nn.softmax(flipped.policy_logits)[:, ::-1]) / 2)
     np.testing.assert_allclose(logits, expected, atol=1e-5)
@@ -60,7 +60,7 @@ def test_search_root_prior_is_the_averaged_policy():
     states = _positions(8)
     config = SearchConfig(policy="puct", num_simulations=8, root_noise=False, symmetric_eval=True)
     out = search.make_search(C4, evaluate, config)(variables, states, jax.random.PRNGKey(4))
-    logits, _ = symmetric.averaged(evaluate, symmetry.of("connect_four"))(variables, C4.observe(states))
+    logits, _ = symmetric.averaged(search.network_fn(evaluate), symmetry.of("connect_four"))(variables, C4.observe(states))
     legal = np.asarray(out.slot_actions) >= 0
     for b in range(8):
         got = np.asarray(out.prior_logits[b])[legal[b]]
