@@ -33,13 +33,28 @@ from search import make_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 
 
+@dataclasses.dataclass
+class GameTrace:
+    """One bench game: every column played, and the agent's root value and certainty at each of its
+    searched moves (a value that stays confident until a sudden proven loss marks a misjudged position)."""
+
+    agent_first: bool
+    game: int
+    result: int  # +1 / 0 / -1 for the agent
+    moves: list[int]  # columns 0-6 of both sides, in order
+    agent_moves: list[tuple[int, float, bool]]  # (ply, root value for the agent, root proven)
+
+
 def play(agent_search, variables, game, opponent, num_games: int, agent_first: bool, seed: int,
-         random_plies: int = 0) -> dict:
+         random_plies: int = 0, traces: list | None = None) -> dict:
+    """W/D/L of the agent over `num_games` batched games; appends one GameTrace per game to `traces`."""
     rng = np.random.default_rng(seed)
     states = game.init(jax.random.split(jax.random.PRNGKey(seed), num_games))
     agent = np.asarray(states.current_player) if agent_first else 1 - np.asarray(states.current_player)
     step = jax.jit(game.step)
     rewards = np.zeros((num_games, 2))  # pgx rewards are non-zero only on the step that ends a game
+    moves = [[] for _ in range(num_games)]
+    agent_moves = [[] for _ in range(num_games)]
     for ply in range(game.spec.max_plies):
         done = np.asarray(game.terminal(states))
         if done.all():
@@ -47,17 +62,27 @@ def play(agent_search, variables, game, opponent, num_games: int, agent_first: b
         random_ply = ply < random_plies  # both sides random: no search needed
         to_move = np.asarray(states.current_player)
         agent_to_move = np.any(~done & (to_move == agent))  # all games share a ply: often none is
-        actions = np.asarray(agent_search(variables, states, jax.random.PRNGKey(ply)).action).copy() \
-            if agent_to_move and not random_ply else np.zeros(num_games, np.int32)
+        actions = np.zeros(num_games, np.int32)
+        if agent_to_move and not random_ply:
+            out = agent_search(variables, states, jax.random.PRNGKey(ply))
+            actions = np.asarray(out.action).copy()
+            value, proven = np.asarray(out.root_value), np.asarray(out.root_certain)
+            for b in np.flatnonzero(~done & (to_move == agent)):
+                agent_moves[b].append((ply, round(float(value[b]), 3), bool(proven[b])))
         obs = np.asarray(game.observe(states))
         legal = np.asarray(game.legal_mask(states))
         for b in np.flatnonzero(~done & ((to_move != agent) | random_ply)):
             board = obs[b, ..., 0] * 1 + obs[b, ..., 1] * 2
             random_move = opponent is None or random_ply
             actions[b] = rng.choice(np.flatnonzero(legal[b])) if random_move else opponent(board, rng)
+        for b in np.flatnonzero(~done):
+            moves[b].append(int(actions[b]))
         states = step(states, jnp.asarray(np.maximum(actions, 0)))
         rewards += np.asarray(states.rewards)
     reward = rewards[np.arange(num_games), agent]
+    if traces is not None:
+        traces.extend(GameTrace(agent_first, b, int(np.sign(reward[b])), moves[b], agent_moves[b])
+                      for b in range(num_games))
     return {"wins": int((reward > 0).sum()), "draws": int((reward == 0).sum()), "losses": int((reward < 0).sum())}
 
 
@@ -73,6 +98,8 @@ def main() -> None:
     p.add_argument("--simulations", type=int, default=0, help="simulations per move (default: the run's)")
     p.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="override a value of the run's config (dotted key), e.g. search.win_check_max_replies=7")
+    p.add_argument("--trace", default="", metavar="FILE", help="write every game against alpha-beta as a JSON "
+                   "line: its columns, result, and the agent's root value and proof at each of its moves")
     args = p.parse_args()
     try:
         cfg = load(SelfPlayConfig, os.path.join(args.run, "config.yaml"), args.overrides)
@@ -83,6 +110,10 @@ def main() -> None:
         ckpt = network_checkpoint.load(network_dir)
     except (ValueError, OSError) as e:  # a missing or damaged network directory
         p.error(str(e))
+    try:  # opened now: a bad path fails before the games, not after
+        trace_file = open(args.trace, "w") if args.trace else None
+    except OSError as e:
+        p.error(f"--trace {args.trace}: {e.strerror}; name a file in a writable directory")
     net = ckpt.module()
     game = games.make("connect_four")
     search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False,
@@ -92,14 +123,19 @@ def main() -> None:
               "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,
               "random_plies": args.random_plies, "overrides": args.overrides}
     ab = lambda board, rng: alphabeta_move(board, args.depth, rng)
+    traces: list[GameTrace] = []
     for name, opponent, n in (("random", None, args.random_games), ("alphabeta", ab, args.alphabeta_games)):
         for first in (True, False):
             r = play(search, ckpt.variables, game, opponent, n, first, seed=int(first),
-                     random_plies=args.random_plies)
+                     random_plies=args.random_plies, traces=traces if name == "alphabeta" else None)
             result[f"vs_{name}_{'first' if first else 'second'}"] = r
         total = [result[f"vs_{name}_first"], result[f"vs_{name}_second"]]
         result[f"win_rate_vs_{name}"] = sum(t["wins"] for t in total) / (2 * n)
         result[f"score_vs_{name}"] = sum(t["wins"] + 0.5 * t["draws"] for t in total) / (2 * n)
+    if trace_file is not None:
+        with trace_file:
+            for t in traces:
+                trace_file.write(json.dumps(dataclasses.asdict(t)) + "\n")
     print(json.dumps(result))
 
 
