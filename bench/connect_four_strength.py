@@ -33,7 +33,7 @@ from search import make_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class GameTrace:
     """One bench game: every column played, and the agent's root value and certainty at each of its
     searched moves (a value that stays confident until a sudden proven loss marks a misjudged position)."""
