@@ -61,12 +61,26 @@ def pin_threads(cores: list[int]) -> bool:
     return True
 
 
+_pending_stop: list[int] = []  # SIGTERMs received and not yet acted on by raise_if_stop_requested
+
+
 def stop_on_sigterm() -> None:
     """SIGTERM (`kill`, a scheduler's preemption, `docker stop`) raises KeyboardInterrupt, so a command
     stops as on Ctrl-C (checkpoint, engines closed, finished work kept). A background job started from
-    a script ignores SIGINT, so Ctrl-C alone cannot reach it. Main thread only (Python's rule)."""
+    a script ignores SIGINT, so Ctrl-C alone cannot reach it. Main thread only (Python's rule).
+    A loop should also call `raise_if_stop_requested()`: a handler that runs inside a finaliser or a gc
+    callback (JAX has one) has its KeyboardInterrupt printed and dropped, and the signal would be lost."""
     def interrupt(signum, frame):
+        _pending_stop.append(signum)
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt)
+
+
+def raise_if_stop_requested() -> None:
+    """KeyboardInterrupt if a SIGTERM arrived since the last call (whether or not its own
+    KeyboardInterrupt got through); each signal is acted on once."""
+    if _pending_stop:
+        _pending_stop.clear()
+        raise KeyboardInterrupt

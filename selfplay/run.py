@@ -38,7 +38,7 @@ import games
 import models
 from actors.selfplay_actor import SelfPlayActor
 from configs.loader import to_dict
-from configs.runtime import pin_threads, stop_on_sigterm
+from configs.runtime import pin_threads, raise_if_stop_requested, stop_on_sigterm
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
@@ -363,6 +363,7 @@ class _Session:
         self.state.started = time.monotonic()
         try:
             while True:
+                raise_if_stop_requested()  # a SIGTERM whose KeyboardInterrupt a gc callback swallowed
                 self.collect()
                 self.train()
                 if self.report():
