@@ -61,7 +61,7 @@ def pin_threads(cores: list[int]) -> bool:
     return True
 
 
-_pending_stop: list[int] = []  # SIGTERMs received and not yet acted on by raise_if_stop_requested
+_stop_requested = threading.Event()  # a SIGTERM arrived that raise_if_stop_requested has not acted on
 
 
 def stop_on_sigterm() -> None:
@@ -71,7 +71,7 @@ def stop_on_sigterm() -> None:
     A loop should also call `raise_if_stop_requested()`: a handler that runs inside a finaliser or a gc
     callback (JAX has one) has its KeyboardInterrupt printed and dropped, and the signal would be lost."""
     def interrupt(signum, frame):
-        _pending_stop.append(signum)
+        _stop_requested.set()
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
@@ -81,6 +81,6 @@ def stop_on_sigterm() -> None:
 def raise_if_stop_requested() -> None:
     """KeyboardInterrupt if a SIGTERM arrived since the last call (whether or not its own
     KeyboardInterrupt got through); each signal is acted on once."""
-    if _pending_stop:
-        _pending_stop.clear()
+    if _stop_requested.is_set():
+        _stop_requested.clear()
         raise KeyboardInterrupt
