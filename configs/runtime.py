@@ -61,7 +61,9 @@ def pin_threads(cores: list[int]) -> bool:
     return True
 
 
-_stop_requested = threading.Event()  # a SIGTERM arrived that raise_if_stop_requested has not acted on
+# a SIGTERM arrived that raise_if_stop_requested has not acted on (a plain bool: a lock, as in
+# threading.Event, could deadlock when the handler interrupts the main thread holding it)
+_stop_requested = False
 
 
 def stop_on_sigterm() -> None:
@@ -71,7 +73,8 @@ def stop_on_sigterm() -> None:
     A loop should also call `raise_if_stop_requested()`: a handler that runs inside a finaliser or a gc
     callback (JAX has one) has its KeyboardInterrupt printed and dropped, and the signal would be lost."""
     def interrupt(signum, frame):
-        _stop_requested.set()
+        global _stop_requested
+        _stop_requested = True
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
@@ -81,6 +84,7 @@ def stop_on_sigterm() -> None:
 def raise_if_stop_requested() -> None:
     """KeyboardInterrupt if a SIGTERM arrived since the last call (whether or not its own
     KeyboardInterrupt got through); each signal is acted on once."""
-    if _stop_requested.is_set():
-        _stop_requested.clear()
+    global _stop_requested
+    if _stop_requested:
+        _stop_requested = False
         raise KeyboardInterrupt
