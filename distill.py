@@ -84,6 +84,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from configs.runtime import stop_on_sigterm
-    stop_on_sigterm()
+    from configs.runtime import stop_on_signals
+    stop_on_signals()
     sys.exit(main())

@@ -61,15 +61,16 @@ def pin_threads(cores: list[int]) -> bool:
     return True
 
 
-# a SIGTERM arrived that raise_if_stop_requested has not acted on (a plain bool: a lock, as in
-# threading.Event, could deadlock when the handler interrupts the main thread holding it)
+# a SIGTERM or SIGINT arrived that raise_if_stop_requested has not acted on (a plain bool: a lock, as
+# in threading.Event, could deadlock when the handler interrupts the main thread holding it)
 _stop_requested = False
 
 
-def stop_on_sigterm() -> None:
+def stop_on_signals() -> None:
     """SIGTERM (`kill`, a scheduler's preemption, `docker stop`) raises KeyboardInterrupt, so a command
     stops as on Ctrl-C (checkpoint, engines closed, finished work kept). A background job started from
-    a script ignores SIGINT, so Ctrl-C alone cannot reach it. Main thread only (Python's rule).
+    a script ignores SIGINT, so Ctrl-C alone cannot reach it. Ctrl-C (SIGINT, where Python's own
+    handler is installed) goes through the same handler. Main thread only (Python's rule).
     A loop should also call `raise_if_stop_requested()`: a handler that runs inside a finaliser or a gc
     callback (JAX has one) has its KeyboardInterrupt printed and dropped, and the signal would be lost."""
     def interrupt(signum, frame):
@@ -79,10 +80,12 @@ def stop_on_sigterm() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored
+            signal.signal(signal.SIGINT, interrupt)
 
 
 def raise_if_stop_requested() -> None:
-    """KeyboardInterrupt if a SIGTERM arrived since the last call (whether or not its own
+    """KeyboardInterrupt if a SIGTERM or SIGINT arrived since the last call (whether or not its own
     KeyboardInterrupt got through); each signal is acted on once."""
     global _stop_requested
     if _stop_requested:

@@ -20,6 +20,7 @@ import chess
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from arena.engine_agent import find_stockfish
+from configs.runtime import raise_if_stop_requested
 from distill import boards as boards_lib
 from distill import engine as engine_lib
 from distill.records import ShardWriter, build_index, iter_records
@@ -102,6 +103,7 @@ def annotate(boards: Iterable[boards_lib.GameBoard], out_dir: str | Path, *, eng
             results = pool.imap_unordered(_worker_annotate, todo, chunksize=4)
         try:
             for gb, rec, engine_restarts, _ in results:
+                raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
                 restarts += engine_restarts
                 if rec is None:
                     failed.append(gb.fen)

@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tensorboardX import SummaryWriter
 
 from configs.loader import to_dict
+from configs.runtime import raise_if_stop_requested
 from distill import dataset, student
 from distill.losses import loss_fn
 from distill.records import RecordStore
@@ -147,6 +148,7 @@ def train(cfg) -> dict:
         while step < t.max_steps and not (t.max_seconds and spent + time.time() - start > t.max_seconds):
             scale = lr_scale(t.lr_schedule, budget_progress(step, t.max_steps, spent + time.time() - start,
                                                             t.max_seconds))
+            raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
             state, loss = step_fn(state, jax.device_put(sample(train_ex), split), scale)
             step += 1
             if step == start_step + 1:  # steps/s excludes the first step (jit compilation)

@@ -33,6 +33,7 @@ import numpy as np
 import games
 import models
 from configs.loader import load, to_dict
+from configs.runtime import raise_if_stop_requested
 from distill.dataset import best_move
 from distill.records import RecordStore
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
@@ -161,6 +162,7 @@ def warm_start(cfg) -> dict:
     losses, start, step = [], time.time(), 0
     compiled_at = start
     while step < w.max_steps and not (w.max_seconds and time.time() - start > w.max_seconds):
+        raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
         state, metrics = step_fn(state, train.batch(rng.integers(0, len(train), w.batch_size)))
         step += 1
         if step == 1:

@@ -38,7 +38,7 @@ import games
 import models
 from actors.selfplay_actor import SelfPlayActor
 from configs.loader import to_dict
-from configs.runtime import pin_threads, raise_if_stop_requested, stop_on_sigterm
+from configs.runtime import pin_threads, raise_if_stop_requested, stop_on_signals
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
@@ -173,7 +173,7 @@ def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
     else:
         ray.init(num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
                  object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
-    stop_on_sigterm()  # after ray.init, whose own handler exits at once
+    stop_on_signals()  # after ray.init, whose own handler exits at once
     return True
 
 

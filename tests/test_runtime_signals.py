@@ -1,4 +1,4 @@
-"""configs/runtime.py: a SIGTERM whose KeyboardInterrupt is swallowed (raised inside a finaliser or a gc
+"""configs/runtime.py: a SIGTERM or Ctrl-C whose KeyboardInterrupt is swallowed (raised inside a finaliser or a gc
 callback, where Python only prints it) still stops a loop that calls raise_if_stop_requested."""
 import os
 import signal
@@ -9,8 +9,11 @@ from configs import runtime
 
 
 class _KilledInFinaliser:
+    def __init__(self, signum: int = signal.SIGTERM):
+        self.signum = signum
+
     def __del__(self):
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), self.signum)
         for _ in range(10_000):  # bytecode boundaries: the handler runs here, its exception dropped
             pass
 
@@ -19,7 +22,7 @@ class _KilledInFinaliser:
 def test_sigterm_swallowed_in_a_finaliser_still_stops_the_loop():
     previous = signal.getsignal(signal.SIGTERM)
     try:
-        runtime.stop_on_sigterm()
+        runtime.stop_on_signals()
         runtime.raise_if_stop_requested()  # nothing pending yet
         _KilledInFinaliser()  # collected at once: its SIGTERM's KeyboardInterrupt never reaches here
         with pytest.raises(KeyboardInterrupt):
@@ -33,3 +36,21 @@ def test_sigterm_swallowed_in_a_finaliser_still_stops_the_loop():
             runtime.raise_if_stop_requested()
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_ctrl_c_swallowed_in_a_finaliser_still_stops_the_loop():
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+        runtime.stop_on_signals()
+        _KilledInFinaliser(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            runtime.raise_if_stop_requested()
+        runtime.raise_if_stop_requested()  # acted on once
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job: SIGINT stays ignored
+        runtime.stop_on_signals()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
