@@ -363,7 +363,7 @@ class _Session:
         self.state.started = time.monotonic()
         try:
             while True:
-                raise_if_stop_requested()  # a SIGTERM whose KeyboardInterrupt a gc callback swallowed
+                raise_if_stop_requested()  # a SIGTERM or Ctrl-C whose KeyboardInterrupt a gc callback swallowed
                 self.collect()
                 self.train()
                 if self.report():
