@@ -45,6 +45,23 @@ class GameTrace:
     agent_moves: list[tuple[int, float, bool]]  # (ply, root value for the agent, root proven)
 
 
+def score_stderr(traces: list[GameTrace]) -> tuple[int, float]:
+    """(distinct games, standard error of the mean score) over `traces`. After the random opening both
+    players are deterministic but for alpha-beta's tie-breaks, so some games repeat move for move; a
+    repeat is not an independent trial. Identical games (same colour, same moves) form one cluster and
+    the error is the cluster-robust one, sqrt(sum_c (sum_{i in c} (x_i - p))^2) / N, which equals the
+    plain sqrt(p (1 - p) / N) when no game repeats."""
+    scores = np.array([(t.result + 1) / 2 for t in traces])
+    if len(scores) == 0:
+        return 0, 0.0
+    mean = scores.mean()
+    clusters: dict[tuple, float] = {}
+    for t, x in zip(traces, scores):
+        key = (t.agent_first, tuple(t.moves))
+        clusters[key] = clusters.get(key, 0.0) + (x - mean)
+    return len(clusters), float(np.sqrt(sum(d * d for d in clusters.values())) / len(scores))
+
+
 def play(agent_search, variables, game, opponent, num_games: int, agent_first: bool, seed: int,
          random_plies: int = 0, traces: list | None = None) -> dict:
     """W/D/L of the agent over `num_games` batched games; appends one GameTrace per game to `traces`."""
@@ -132,6 +149,9 @@ def main() -> None:
         total = [result[f"vs_{name}_first"], result[f"vs_{name}_second"]]
         result[f"win_rate_vs_{name}"] = sum(t["wins"] for t in total) / (2 * n)
         result[f"score_vs_{name}"] = sum(t["wins"] + 0.5 * t["draws"] for t in total) / (2 * n)
+    distinct, stderr = score_stderr(traces)
+    result["distinct_games_vs_alphabeta"] = distinct
+    result["score_stderr_vs_alphabeta"] = round(stderr, 4)  # repeated games counted once (score_stderr)
     if trace_file is not None:
         with trace_file:
             for t in traces:

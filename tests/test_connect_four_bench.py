@@ -1,4 +1,5 @@
 """bench/connect_four_strength.py's games: counts, traces, and each traced game replayed by pgx."""
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -47,3 +48,16 @@ def test_traced_games_replay_to_their_results():
             plies = [p for p, _, _ in t.agent_moves]
             assert plies == [p for p in range(2, len(t.moves)) if (p % 2 == 0) == first]
             assert all(-1.0 <= v <= 1.0 for _, v, _ in t.agent_moves)
+
+
+def test_repeated_games_count_once_in_the_standard_error():
+    win, loss = bench.GameTrace(True, 0, 1, [3, 3, 4], []), bench.GameTrace(True, 1, -1, [3, 2, 4], [])
+    # three distinct games: the plain error of a mean of 2/3, sqrt(p (1 - p) / 3)
+    other_colour = bench.GameTrace(False, 2, 1, [3, 3, 4], [])
+    distinct, se = bench.score_stderr([win, loss, other_colour])
+    assert distinct == 3 and np.isclose(se, np.sqrt(2 / 9 / 3))
+    # the win played twice move for move: one cluster of two, deviations 2 * 1/3 and -2/3
+    distinct, se = bench.score_stderr([win, dataclasses.replace(win, game=2), loss])
+    assert distinct == 2 and np.isclose(se, np.sqrt((2 / 3) ** 2 + (2 / 3) ** 2) / 3)
+    assert se > np.sqrt(2 / 9 / 3)  # wider than the plain error that counts the repeat twice
+    assert bench.score_stderr([]) == (0, 0.0)
