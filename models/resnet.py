@@ -6,7 +6,8 @@ Residual block: conv3x3-BN-ReLU-conv3x3-BN (+ optional squeeze-excitation) + ski
 Policy head, chess: conv3x3-BN-ReLU then a 1x1 conv to 73 planes, flattened in pgx's action
 order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other games (or
 `policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
-Value head: 1x1 conv to 1 plane, BN, ReLU, dense `value_hidden`, ReLU, dense 1, tanh.
+Value head: 1x1 conv to `value_channels` planes (AlphaZero: 1), BN, ReLU, dense `value_hidden`, ReLU,
+dense 1, tanh.
 """
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ class ResNetConfig:
     se_ratio: int = 4  # SE bottleneck = filters // se_ratio
     policy_head: Literal["auto", "conv", "dense"] = "auto"  # auto: 73-plane conv for chess, dense otherwise
     value_hidden: int = 256  # hidden width of the value head (AlphaZero: 256)
+    # 1x1 conv planes feeding the value head's dense layer (AlphaZero: 1; Lc0: 32): with one plane every
+    # square must squeeze what it says about the result into a single number before the dense layer
+    value_channels: int = 1
+
+    def __post_init__(self):
+        if self.value_channels < 1:
+            raise ValueError(f"network.resnet.value_channels must be >= 1 (got {self.value_channels}); 1 is AlphaZero's head")
     wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
 
 
@@ -99,7 +107,7 @@ class ResNet(nn.Module):
             p = nn.relu(bn()(nn.Conv(2, (1, 1), use_bias=False)(x)))
             policy = nn.Dense(self.num_actions)(p.reshape(batch, -1))
 
-        v = nn.relu(bn()(nn.Conv(1, (1, 1), use_bias=False)(x))).reshape(batch, -1)
+        v = nn.relu(bn()(nn.Conv(cfg.value_channels, (1, 1), use_bias=False)(x))).reshape(batch, -1)
         v = nn.relu(nn.Dense(cfg.value_hidden)(v))
         value = jnp.tanh(nn.Dense(1)(v))[:, 0]
         wdl = nn.Dense(3, name="wdl")(v) if cfg.wdl_head else None

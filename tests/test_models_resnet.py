@@ -88,3 +88,22 @@ def test_conv_head_on_non_chess_game_is_a_clear_error():
                                                                         policy_head="conv")), spec)
     with pytest.raises(ValueError, match="73-plane"):
         net.init(jax.random.PRNGKey(0), jnp.zeros((1, 3, 3, 2)))
+
+
+def test_value_channels_widen_the_value_head():
+    spec = games.make("connect_four").spec
+    obs = jax.random.bernoulli(jax.random.PRNGKey(0), 0.3, (2, *spec.observation_shape))
+    cfg = ResNetConfig(num_blocks=1, filters=8, value_hidden=16, value_channels=4)
+    net = models.make_network(models.NetworkConfig(resnet=cfg), spec)
+    params = net.init(jax.random.PRNGKey(1), obs, train=False)["params"]
+    kernels = [k for k in jax.tree.leaves(params) if k.shape == (1, 1, 8, 4)]
+    assert len(kernels) == 1  # the value head's 1x1 conv, 4 planes
+    dense_in = {k.shape[0] for k in jax.tree.leaves(params) if k.ndim == 2}
+    assert 6 * 7 * 4 in dense_in  # the value MLP reads every plane of every square
+    one = models.make_network(models.NetworkConfig(resnet=TINY), spec)
+    assert not any(k.shape == (1, 1, 8, 4) for k in jax.tree.leaves(one.init(jax.random.PRNGKey(1), obs)["params"]))
+
+
+def test_value_channels_below_one_is_one_clear_error():
+    with pytest.raises(ValueError, match="value_channels must be >= 1"):
+        ResNetConfig(value_channels=0)
