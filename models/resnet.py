@@ -33,11 +33,11 @@ class ResNetConfig:
     # 1x1 conv planes feeding the value head's dense layer (AlphaZero: 1; Lc0: 32): with one plane every
     # square must squeeze what it says about the result into a single number before the dense layer
     value_channels: int = 1
+    wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
 
     def __post_init__(self):
         if self.value_channels < 1:
             raise ValueError(f"network.resnet.value_channels must be >= 1 (got {self.value_channels}); 1 is AlphaZero's head")
-    wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
 
 
 class SqueezeExcitation(nn.Module):
