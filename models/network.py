@@ -25,6 +25,8 @@ from models.searchless import SearchlessConfig, SearchlessTransformer
 
 Family = Literal["resnet", "chessformer", "searchless"]
 SELF_PLAY_FAMILIES = ("resnet", "chessformer")
+# games where every move adds exactly one stone, so (stones on the board mod 2) is the mover's colour
+PLACEMENT_GAMES = ("connect_four", "tic_tac_toe")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +42,9 @@ class NetworkConfig:
 def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
     """A flax module mapping pgx observations [B, *observation_shape] to a NetworkOutput."""
     if cfg.family == "resnet":
+        if cfg.resnet.parity_plane and game_spec.name not in PLACEMENT_GAMES:
+            raise ValueError(f"network.resnet.parity_plane counts stones, which says whose move it is only in "
+                             f"{' and '.join(PLACEMENT_GAMES)}, not '{game_spec.name}'; set it to false")
         return ResNet(cfg.resnet, num_actions=game_spec.num_actions, chess_policy=game_spec.name == "chess")
     if cfg.family == "chessformer":
         if game_spec.name != "chess":

@@ -34,6 +34,11 @@ class ResNetConfig:
     # square must squeeze what it says about the result into a single number before the dense layer
     value_channels: int = 1
     wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
+    # append a plane of (stones on the board mod 2) to the input: in a game where every move adds one
+    # stone (connect four, tic-tac-toe) it says whether the side to move moved first, which pgx's
+    # two-plane observation (mine, theirs) leaves the network to count; connect four's threat parity
+    # (odd rows favour the first player) turns on it
+    parity_plane: bool = False
 
     def __post_init__(self):
         if self.value_channels < 1:
@@ -80,6 +85,12 @@ def chess_planes_to_pgx_actions(planes):
     return by_square.reshape(planes.shape[0], 64 * 73)
 
 
+def append_parity_plane(x):
+    """x [B, H, W, C] of 0 / 1 stone planes -> [B, H, W, C + 1], the last plane (sum of x) mod 2."""
+    parity = jnp.mod(jnp.sum(x, axis=(1, 2, 3)), 2.0)
+    return jnp.concatenate([x, jnp.broadcast_to(parity[:, None, None, None], x.shape[:3] + (1,))], axis=-1)
+
+
 class ResNet(nn.Module):
     """obs [B, *observation_shape] -> NetworkOutput(policy_logits [B, num_actions], value [B], wdl)."""
 
@@ -92,6 +103,8 @@ class ResNet(nn.Module):
         cfg = self.config
         bn = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9)
         x = obs.astype(jnp.float32)
+        if cfg.parity_plane:
+            x = append_parity_plane(x)
         x = nn.relu(bn()(nn.Conv(cfg.filters, (3, 3), use_bias=False)(x)))
         for _ in range(cfg.num_blocks):
             x = ResidualBlock(cfg.filters, cfg.squeeze_excitation, cfg.se_ratio)(x, train)

@@ -107,3 +107,43 @@ def test_value_channels_widen_the_value_head():
 def test_value_channels_below_one_is_one_clear_error():
     with pytest.raises(ValueError, match="value_channels must be >= 1"):
         ResNetConfig(value_channels=0)
+
+
+@pytest.mark.parametrize("name", ["connect_four", "tic_tac_toe"])
+def test_parity_plane_is_the_movers_colour_from_pgx(name):
+    """After random legal plies the appended plane equals pgx's own record of whose colour moves."""
+    from models.resnet import append_parity_plane
+    game = games.make(name)
+    states = game.init(jax.random.split(jax.random.PRNGKey(0), 16))
+    rng = np.random.default_rng(0)
+    for ply in range(7):
+        obs = append_parity_plane(game.observe(states).astype(jnp.float32))
+        assert obs.shape[-1] == game.observation_shape[-1] + 1
+        colour = np.asarray(states._x.color)  # 0: the side that moved first is to move
+        np.testing.assert_array_equal(np.asarray(obs[..., -1]), np.broadcast_to(colour[:, None, None], obs.shape[:3]))
+        legal = np.asarray(game.legal_mask(states))
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
+        states = game.step(states, jnp.asarray(actions))
+    if name == "connect_four":  # no game ends before the seventh ply, which leaves the second player to move
+        assert np.asarray(states._x.color).tolist() == [1] * 16
+
+
+def test_parity_plane_widens_the_input_conv_and_is_refused_for_chess():
+    spec = games.make("connect_four").spec
+    cfg = models.NetworkConfig(resnet=ResNetConfig(num_blocks=1, filters=8, value_hidden=16, parity_plane=True))
+    params = models.make_network(cfg, spec).init(jax.random.PRNGKey(1), jnp.zeros((1, *spec.observation_shape)))
+    assert any(k.shape == (3, 3, 3, 8) for k in jax.tree.leaves(params["params"]))  # 2 planes + parity
+    with pytest.raises(ValueError, match="parity_plane counts stones"):
+        models.make_network(cfg, games.make("chess").spec)
+
+
+def test_parity_plane_on_chess_is_a_one_line_config_error():
+    from pathlib import Path
+
+    from configs.loader import ConfigError, load
+    from selfplay.config import SelfPlayConfig
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(ConfigError, match="parity_plane: stone parity .* not chess"):
+        load(SelfPlayConfig, root / "configs/chess_cpu.yaml", ["network.resnet.parity_plane=true"])
+    assert load(SelfPlayConfig, root / "configs/connect_four.yaml",
+                ["network.resnet.parity_plane=true"]).network.resnet.parity_plane
