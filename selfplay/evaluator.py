@@ -320,7 +320,7 @@ def _book_path(book: str) -> Path:
 
 def anchor_labels(players, within: float = 15.0) -> list[tuple[float, list[str]]]:
     """Fixed opponents (not the run's networks, not random) as (rating, names), anchors rated within
-    `within` Elo of the group's first joined into one line so their labels do not overprint."""
+    `within` Elo of the group's first joined into one line (one legend entry in the progress picture)."""
     anchors = sorted((p.rating, p.name) for p in players
                      if not p.name.startswith("step-") and p.name != RANDOM and math.isfinite(p.rating))
     groups: list[tuple[float, list[str]]] = []
@@ -330,6 +330,9 @@ def anchor_labels(players, within: float = 15.0) -> list[tuple[float, list[str]]
         else:
             groups.append((rating, [name]))
     return groups
+
+
+ANCHOR_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink", "tab:green")
 
 
 def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
@@ -349,10 +352,11 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
         err = np.array([[p.rating - p.lower for _, p in rows], [p.upper - p.rating for _, p in rows]])
         ax.errorbar(x, elo, yerr=err, marker="o", capsize=3, label="network (MCTS, run's search)")
         ax.axhline(0, color="grey", lw=0.8, ls="--", label="random = 0")
-        for rating, names in anchor_labels(fit.players):
-            ax.axhline(rating, lw=0.8, ls=":", color="tab:red")
-            ax.annotate(", ".join(names), (0.99, rating), xycoords=("axes fraction", "data"), ha="right",
-                        va="bottom", fontsize=7, color="tab:red")  # right-aligned: the legend sits at the left
+        # anchors named in the legend, one colour each: labels on the lines overprinted one another
+        # (anchors rated close together) and the curve's last points
+        for k, (rating, names) in enumerate(anchor_labels(fit.players)):
+            ax.axhline(rating, lw=1.0, ls=":", color=ANCHOR_COLOURS[k % len(ANCHOR_COLOURS)],
+                       label=f"{', '.join(names)} ({rating:+.0f})")
         ax.set_xlabel(label)
         ax.set_ylabel("Elo (95% interval)")
         ax.grid(alpha=0.3)
