@@ -39,12 +39,19 @@ class NetworkConfig:
     searchless: SearchlessConfig = SearchlessConfig()  # used when family == "searchless"
 
 
+def check_game(cfg: NetworkConfig, game: str) -> None:
+    """Raises one ValueError line when `cfg` cannot read `game`'s observation (the config loader and
+    `make_network` both ask, so a run fails before it starts and a library caller still hears)."""
+    if cfg.family == "resnet" and cfg.resnet.parity_plane and game not in PLACEMENT_GAMES:
+        raise ValueError(f"network.resnet.parity_plane: stone parity says whose move it is only where every move "
+                         f"adds one stone ({', '.join(PLACEMENT_GAMES)}: the parity_plane counts stones), not "
+                         f"{game}; set it to false")
+
+
 def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
     """A flax module mapping pgx observations [B, *observation_shape] to a NetworkOutput."""
     if cfg.family == "resnet":
-        if cfg.resnet.parity_plane and game_spec.name not in PLACEMENT_GAMES:
-            raise ValueError(f"network.resnet.parity_plane counts stones, which says whose move it is only in "
-                             f"{' and '.join(PLACEMENT_GAMES)}, not '{game_spec.name}'; set it to false")
+        check_game(cfg, game_spec.name)
         return ResNet(cfg.resnet, num_actions=game_spec.num_actions, chess_policy=game_spec.name == "chess")
     if cfg.family == "chessformer":
         if game_spec.name != "chess":

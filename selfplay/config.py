@@ -12,7 +12,7 @@ from actors.config import ActorConfig
 from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
-from models.network import PLACEMENT_GAMES
+from models.network import check_game
 from replay.config import ReplayConfig
 from search.config import SearchConfig
 
@@ -88,9 +88,7 @@ class SelfPlayConfig:
         if self.learner.augment and len(symmetry.of(self.game)) < 2:
             raise ValueError(f"learner.augment: {self.game} has no board symmetry (connect_four, tic_tac_toe and "
                              f"go_* have); set learner.augment=false")
-        if self.network.family == "resnet" and self.network.resnet.parity_plane and self.game not in PLACEMENT_GAMES:
-            raise ValueError(f"network.resnet.parity_plane: stone parity says whose move it is only in "
-                             f"{', '.join(PLACEMENT_GAMES)}, not {self.game}; set it to false")
+        check_game(self.network, self.game)
         if self.actors.full_search_fraction < 1.0 and self.actors.fast_simulations >= self.search.num_simulations:
             raise ValueError(f"actors.fast_simulations ({self.actors.fast_simulations}) must be below "
                              f"search.num_simulations ({self.search.num_simulations}) with playout cap "

@@ -1,4 +1,6 @@
 """AlphaZero ResNet: shapes on every game, the chess head's square order against pgx, BN, grads."""
+from pathlib import Path
+
 import chess
 import jax
 import jax.numpy as jnp
@@ -7,7 +9,9 @@ import pytest
 
 import games
 import models
-from models.resnet import ResNetConfig, chess_planes_to_pgx_actions
+from configs.loader import ConfigError, load
+from models.resnet import ResNetConfig, append_parity_plane, chess_planes_to_pgx_actions
+from selfplay.config import SelfPlayConfig
 
 TINY = ResNetConfig(num_blocks=1, filters=8, value_hidden=16)
 
@@ -112,7 +116,6 @@ def test_value_channels_below_one_is_one_clear_error():
 @pytest.mark.parametrize("name", ["connect_four", "tic_tac_toe"])
 def test_parity_plane_is_the_movers_colour_from_pgx(name):
     """After random legal plies the appended plane equals pgx's own record of whose colour moves."""
-    from models.resnet import append_parity_plane
     game = games.make(name)
     states = game.init(jax.random.split(jax.random.PRNGKey(0), 16))
     rng = np.random.default_rng(0)
@@ -138,10 +141,6 @@ def test_parity_plane_widens_the_input_conv_and_is_refused_for_chess():
 
 
 def test_parity_plane_on_chess_is_a_one_line_config_error():
-    from pathlib import Path
-
-    from configs.loader import ConfigError, load
-    from selfplay.config import SelfPlayConfig
     root = Path(__file__).resolve().parents[1]
     with pytest.raises(ConfigError, match="parity_plane: stone parity .* not chess"):
         load(SelfPlayConfig, root / "configs/chess_cpu.yaml", ["network.resnet.parity_plane=true"])
