@@ -1,12 +1,13 @@
 """Accelerator throughput at the batch sizes a GPU needs: search sims/s and the learner step.
 
     python bench/accelerator.py                      # on a GPU node (JAX sees the GPU)
-    python bench/accelerator.py --batches 64,256 --quick   # a CPU smoke run
+    python bench/accelerator.py --batches 64 --presets chess_cpu --learner-batch 64 --repeats 1   # a CPU smoke run
 
 Search: chess positions after 8 random plies, the chess_cpu ResNet (2x32, untrained), 32
 simulations, PUCT and Gumbel, `win_check` root (self-play's setting) or as --win-checks says. Learner: the real jitted
 train step (learner/train.py: SGD + momentum, legal-move policy loss, value loss) on random
-batches of chess observations, per network preset. Prints one JSON line per measurement as it
+batches of chess observations, per network preset and per `--learner-devices` count (the batch
+split over that many devices, learner/parallel.py: 0 = all, e.g. every GPU of the node). Prints one JSON line per measurement as it
 goes (a killed run keeps what it measured), then nothing else.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import games  # noqa: E402
 import models  # noqa: E402
 import search  # noqa: E402
 from learner.config import LearnerConfig  # noqa: E402
+from learner.parallel import data_parallel, describe  # noqa: E402
 from learner.train import init_train_state, make_train_step  # noqa: E402
 from models import presets  # noqa: E402
 from replay.messages import TrainingBatch  # noqa: E402
@@ -81,7 +83,7 @@ def bench_search(batches, sims: int, repeats: int, win_check: str = "root") -> N
                  seconds_per_search=round(seconds, 4), compile_s=round(first - seconds, 1))
 
 
-def bench_learner(names, batch: int, repeats: int) -> None:
+def bench_learner(names, batch: int, repeats: int, device_counts=(1,)) -> None:
     rng = np.random.default_rng(0)
     width = CHESS.max_legal_actions
     legal = np.full((batch, width), -1, np.int32)
@@ -92,20 +94,23 @@ def bench_learner(names, batch: int, repeats: int) -> None:
                          legal_actions=jnp.asarray(legal), policy=jnp.asarray(policy),
                          z=jnp.asarray(rng.choice([-1.0, 0.0, 1.0], size=batch).astype(np.float32)))
     cfg = LearnerConfig(batch_size=batch)
-    for name in names:
+    for name, count in ((n, c) for n in names for c in device_counts):
         net_cfg = CPU_NET if name == "chess_cpu" else presets.get(name)
         net = models.make_network(net_cfg, CHESS.spec)
-        state = init_train_state(net, cfg, data.observation[:1], jax.random.PRNGKey(0))
+        replicated, split = data_parallel(count, batch, "learner")
+        state = jax.device_put(init_train_state(net, cfg, data.observation[:1], jax.random.PRNGKey(0)), replicated)
         step = make_train_step(net, cfg)
         holder = {"state": state}
+        sharded = jax.device_put(data, split)
 
         def one(_):
-            holder["state"], metrics = step(holder["state"], data)
+            holder["state"], metrics = step(holder["state"], sharded)
             return metrics["loss"]
 
         first, seconds = timed(one, repeats)
-        emit(kind="learner", network=name, batch=batch, samples_per_s=round(batch / seconds, 1),
-             seconds_per_step=round(seconds, 4), compile_s=round(first - seconds, 1))
+        emit(kind="learner", network=name, batch=batch, devices=describe(replicated),
+             samples_per_s=round(batch / seconds, 1), seconds_per_step=round(seconds, 4),
+             compile_s=round(first - seconds, 1))
 
 
 def main(argv=None) -> None:
@@ -114,13 +119,16 @@ def main(argv=None) -> None:
     ap.add_argument("--sims", type=int, default=32)
     ap.add_argument("--learner-batch", type=int, default=1024)
     ap.add_argument("--presets", default="chess_cpu,resnet_6x64,az_paper")
+    ap.add_argument("--learner-devices", default="1,0",
+                    help="comma list of device counts the learner batch is split over (0: all)")
     ap.add_argument("--win-checks", default="root", help="comma list of SearchConfig.win_check values")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma list: search, learner")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     if "learner" not in skip:
-        bench_learner(args.presets.split(","), args.learner_batch, args.repeats)
+        counts = list(dict.fromkeys(int(c) or len(jax.devices()) for c in args.learner_devices.split(",")))
+        bench_learner(args.presets.split(","), args.learner_batch, args.repeats, counts)
     if "search" not in skip:
         for win_check in args.win_checks.split(","):
             bench_search([int(b) for b in args.batches.split(",")], args.sims, args.repeats, win_check)

@@ -127,6 +127,13 @@ class WarmStartConfig:
     log_every: int = 100  # steps between printed losses
     progress: bool = True  # print the losses
     seed: int = 0
+    # data parallelism: each batch split over this many devices, the state replicated
+    # (learner/parallel.py; 0: all of jax.devices())
+    devices: int = 0
+
+    def __post_init__(self):
+        if self.devices < 0:
+            raise ValueError(f"warm_start.devices must be >= 0 (0: every device), got {self.devices}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,6 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 import yaml
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from tensorboardX import SummaryWriter
 
@@ -31,6 +30,7 @@ from distill import dataset, student
 from distill.losses import loss_fn
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
+from learner.parallel import data_parallel
 from models import checkpoint as model_checkpoint
 from models.network import make_model
 
@@ -90,22 +90,6 @@ def initial_state(module, net_cfg, target: str, tx, seed: int) -> dict:
 
 def _jnp(batch: dict) -> dict:
     return {k: jnp.asarray(v) for k, v in batch.items()}
-
-
-def data_parallel(devices: int, batch_size: int) -> tuple[NamedSharding, NamedSharding]:
-    """(replicated, batch-split) shardings over the first `devices` of jax.devices() (0: all of
-    them): parameters and optimizer state are replicated, each batch is split along its first axis,
-    and XLA all-reduces the gradients (the update is the single-device one, up to summation order)."""
-    available = jax.devices()
-    count = devices or len(available)
-    if count > len(available):
-        raise ValueError(f"train.devices={devices} but only {len(available)} {available[0].platform} "
-                         f"device(s) are visible (set train.devices=0 for all of them)")
-    if batch_size % count:
-        raise ValueError(f"train.batch_size={batch_size} does not split over {count} devices: use a "
-                         f"multiple of {count} or set train.devices")
-    mesh = Mesh(np.array(available[:count]), ("data",))
-    return NamedSharding(mesh, PartitionSpec()), NamedSharding(mesh, PartitionSpec("data"))
 
 
 def train(cfg) -> dict:

@@ -37,6 +37,7 @@ from configs.runtime import raise_if_stop_requested
 from distill.dataset import best_move
 from distill.records import RecordStore
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
+from learner.parallel import data_parallel
 from learner.train import init_train_state, legal_log_probs, make_train_step
 from models import checkpoint as network_checkpoint
 from replay.messages import TrainingBatch
@@ -155,15 +156,17 @@ def warm_start(cfg) -> dict:
     load_seconds = time.time() - t0
     learner = dataclasses.replace(sp.learner, batch_size=w.batch_size, lr_values=(w.learning_rate,),
                                   lr_boundaries=(), q_ratio=0.0)
-    state = init_train_state(net, learner, jnp.asarray(train.observation[:1], jnp.float32),
-                             jax.random.PRNGKey(w.seed))
+    replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
+    state = jax.device_put(init_train_state(net, learner, jnp.asarray(train.observation[:1], jnp.float32),
+                                            jax.random.PRNGKey(w.seed)), replicated)
     step_fn = make_train_step(net, learner)
     rng = np.random.default_rng(w.seed)
     losses, start, step = [], time.time(), 0
     compiled_at = start
     while step < w.max_steps and not (w.max_seconds and time.time() - start > w.max_seconds):
         raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
-        state, metrics = step_fn(state, train.batch(rng.integers(0, len(train), w.batch_size)))
+        batch = jax.device_put(train.batch(rng.integers(0, len(train), w.batch_size)), split)
+        state, metrics = step_fn(state, batch)
         step += 1
         if step == 1:
             jax.block_until_ready(metrics["loss"])
@@ -184,6 +187,7 @@ def warm_start(cfg) -> dict:
     network_checkpoint.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
     summary = {"network": str(out / "network"), "selfplay": w.selfplay, "selfplay_set": list(w.selfplay_set),
                "family": sp.network.family, "parameters": _count(variables["params"]), "steps": step,
+               "devices": replicated.mesh.size,
                "seconds": time.time() - start, "load_seconds": load_seconds,
                "examples_per_second": rate * w.batch_size, "train_boards": len(train),
                "last": losses[-1] if losses else None,

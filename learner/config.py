@@ -33,6 +33,9 @@ class LearnerConfig:
     placement: Literal["driver", "actor"] = "driver"  # train in the selfplay.py process, or in a Ray actor
     num_gpus: float = 0.0  # GPUs of the learner actor (placement: actor); >0 trains on a GPU node
     num_cpus: float = 1.0  # CPUs Ray reserves for the learner actor (placement: actor)
+    # data parallelism: each batch is split over this many of the learner's devices, the state
+    # replicated (learner/parallel.py; 0: every device it sees, e.g. the num_gpus Ray gave its actor)
+    devices: int = 1
 
     def __post_init__(self):
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
@@ -47,5 +50,10 @@ class LearnerConfig:
             raise ValueError("learner.q_ratio must be in [0, 1]")
         if self.num_gpus < 0 or self.num_cpus < 0:
             raise ValueError("learner num_gpus and num_cpus must be >= 0")
+        if self.devices < 0:
+            raise ValueError(f"learner.devices must be >= 0 (0: every visible device), got {self.devices}")
+        if self.devices and self.batch_size % self.devices:
+            raise ValueError(f"learner.batch_size={self.batch_size} does not split over learner.devices="
+                             f"{self.devices}: use a multiple of {self.devices}")
         if self.num_gpus > 0 and self.placement != "actor":
             raise ValueError("learner.num_gpus needs learner.placement=actor (the driver uses its own devices)")

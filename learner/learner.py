@@ -1,4 +1,4 @@
-"""The learner: holds the train state on its device, trains on replay samples, publishes variables.
+"""The learner: holds the train state on its device(s), trains on replay samples, publishes variables.
 
     learner = Learner(game_name, network_cfg, learner_cfg, state, replay, store)   # in this process
     learner = ray.remote(Learner).options(num_gpus=1).remote(...)    # or on a GPU node of the cluster
@@ -9,7 +9,9 @@
 handle whose `sample(batch_size, seed)` returns a batch (a TrainingBatch), `store` one whose
 `publish(version, variables)` takes the variables: the learner knows neither class. Each step takes
 the batch requested one step earlier (so sampling overlaps training) and every `publish_every`
-steps the variables go to the parameter store, where actors pick them up.
+steps the variables go to the parameter store, where actors pick them up. With `learner.devices`
+other than 1 the state is replicated over that many devices and each batch split between them
+(learner/parallel.py): the same update, computed in parallel.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import models
 from games import symmetry
 from learner.config import LearnerConfig
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
+from learner.parallel import data_parallel, describe
 from learner.train import TrainState, make_train_step
 
 
@@ -42,7 +45,8 @@ class Learner:
         net = models.make_network(network_cfg, game.spec)
         self._train_step = make_train_step(net, cfg, symmetry.of(game_name))
         self._cfg = cfg
-        self._state = jax.device_put(state)
+        self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
+        self._state = jax.device_put(state, self._replicated)
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.
         self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store
@@ -55,7 +59,7 @@ class Learner:
         for _ in range(num_steps):
             if self._next_batch is None:
                 self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
-            batch = ray.get(self._next_batch)
+            batch = jax.device_put(ray.get(self._next_batch), self._split)
             self._state, metrics = self._train_step(self._state, batch)
             self._step += 1
             self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
@@ -75,6 +79,6 @@ class Learner:
         return jax.device_get(self._state)
 
     def location(self) -> LearnerLocation:
-        """Where training runs: the train state's device (e.g. "cuda:0"), the Ray node and the process."""
-        return LearnerLocation(device=str(jax.tree.leaves(self._state.params)[0].devices().pop()),
+        """Where training runs: the train state's devices (e.g. "cuda:0,cuda:1"), the Ray node and the process."""
+        return LearnerLocation(device=describe(self._replicated),
                                node=ray.get_runtime_context().get_node_id(), pid=os.getpid())

@@ -35,6 +35,6 @@ class TrainResult:
 class LearnerLocation:
     """Where training runs."""
 
-    device: str  # the train state's device, e.g. "cpu:0", "cuda:0"
+    device: str  # the train state's devices, e.g. "cpu:0", "cuda:0", "cuda:0,cuda:1" (learner.devices=2)
     node: str  # Ray node id
     pid: int  # process id (the driver's own, or the learner actor's)

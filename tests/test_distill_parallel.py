@@ -1,7 +1,7 @@
 """Data-parallel student training: a step with the batch split over two CPU devices moves the
 parameters as the one-device step does (up to summation order), train() runs with
 train.devices=2, its state resumes on one device, and train() refuses a device count or batch
-that does not fit.
+that does not fit; the warm start trains on both devices too.
 
 Two CPU devices need XLA_FLAGS before jax starts, so the check runs in a fresh interpreter."""
 import os
@@ -18,6 +18,7 @@ CHECK = textwrap.dedent("""
     from configs.loader import load
     from distill import dataset, records, student, train
     from distill.config import DistillConfig
+    from learner.parallel import data_parallel
     from models.network import make_model
 
     assert len(jax.devices()) == 2, jax.devices()
@@ -48,7 +49,7 @@ CHECK = textwrap.dedent("""
     batch = dataset.sample_batch(ex, "av_all", rng, 8, "chessformer")
     step = train.make_step(module, net_cfg, "av_all", "ce", tx, 0.99, 1.0)
     one, loss_one = step(jax.device_put(state, jax.devices()[0]), jax.device_put(batch, jax.devices()[0]))
-    replicated, split = train.data_parallel(2, 8)
+    replicated, split = data_parallel(2, 8)
     two, loss_two = step(jax.device_put(state, replicated), jax.device_put(batch, split))
     assert len(two["params"]["embedding"]["kernel"].sharding.device_set) == 2
     np.testing.assert_allclose(float(loss_one), float(loss_two), rtol=1e-5)
@@ -72,6 +73,16 @@ CHECK = textwrap.dedent("""
             assert words in str(e), e
         else:
             raise AssertionError(f"devices={devices} batch={batch_size} trained")
+
+    # the warm start (the self-play ResNet on the same records) splits its batches too
+    from distill.warm_start import warm_start
+    open(out + "/tiny.yaml", "w").write("game: chess\\nnetwork:\\n  family: resnet\\n"
+                                         "  resnet: {num_blocks: 1, filters: 8, value_hidden: 8}\\n")
+    ws = warm_start(load(DistillConfig, None, [
+        f"data.records={out}/rec", "data.test_fraction=0.25", f"warm_start.selfplay={out}/tiny.yaml",
+        f"warm_start.out_dir={out}/ws", "warm_start.batch_size=8", "warm_start.max_steps=3",
+        "warm_start.progress=false"]))
+    assert ws["devices"] == 2 and ws["steps"] == 3 and np.isfinite(ws["test"]["value_mse"]), ws
     print("ok")
 """)
 
