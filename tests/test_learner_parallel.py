@@ -17,28 +17,21 @@ from learner.config import LearnerConfig
 ROOT = Path(__file__).resolve().parent.parent
 
 CHECK = textwrap.dedent("""
-    import dataclasses
+    import dataclasses, sys
     import jax, numpy as np, ray
-    import games, models
     from configs.loader import load
     from learner.learner import Learner
     from learner.train import init_train_state
     from selfplay.config import SelfPlayConfig
     from selfplay.messages import TrainingBatch
+    sys.path.insert(0, "tests")
+    from test_learner import ttt_setup
 
     assert len(jax.devices()) == 2, jax.devices()
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
 
-    rng = np.random.default_rng(0)
     n = 64
-    legal = np.full((n, 9), -1, np.int32)
-    policy = np.zeros((n, 9), np.float32)
-    for b in range(n):
-        k = rng.integers(2, 9)
-        legal[b, :k] = np.sort(rng.choice(9, k, replace=False))
-        policy[b, :k] = rng.dirichlet(np.ones(k))
-    data = TrainingBatch(observation=rng.random((n, 3, 3, 2)) < 0.3, legal_actions=legal, policy=policy,
-                         z=rng.choice([-1.0, 0.0, 1.0], size=n).astype(np.float32))
+    game, net, data = ttt_setup(n)  # random tic-tac-toe positions, legal moves and targets
 
     @ray.remote
     class Replay:  # samples a fixed set of positions by seed, as replay/ does its window
@@ -57,8 +50,6 @@ CHECK = textwrap.dedent("""
 
     cfg = load(SelfPlayConfig, "configs/tic_tac_toe.yaml", [
         "learner.batch_size=16", "learner.publish_every=2", "learner.augment=true", "learner.lr_values=[0.1,0.1]"])
-    game = games.make("tic_tac_toe")
-    net = models.make_network(cfg.network, game.spec)
     state = jax.device_get(init_train_state(net, cfg.learner, data.observation[:1].astype(np.float32),
                                             jax.random.PRNGKey(0)))
 
