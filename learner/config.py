@@ -55,5 +55,8 @@ class LearnerConfig:
         if self.devices and self.batch_size % self.devices:
             raise ValueError(f"learner.batch_size={self.batch_size} does not split over learner.devices="
                              f"{self.devices}: use a multiple of {self.devices}")
+        if self.num_gpus > 0 and self.devices > self.num_gpus:
+            raise ValueError(f"learner.devices={self.devices} but learner.num_gpus={self.num_gpus:g}: the learner "
+                             f"actor sees only the GPUs Ray gives it (set learner.num_gpus={self.devices})")
         if self.num_gpus > 0 and self.placement != "actor":
             raise ValueError("learner.num_gpus needs learner.placement=actor (the driver uses its own devices)")

@@ -96,4 +96,6 @@ def test_learner_devices_must_split_the_batch():
         LearnerConfig(batch_size=256, devices=3)
     with pytest.raises(ValueError, match="learner.devices must be >= 0"):
         LearnerConfig(devices=-1)
+    with pytest.raises(ValueError, match="set learner.num_gpus=4"):  # an actor sees only its own GPUs
+        LearnerConfig(placement="actor", num_gpus=2, devices=4)
     assert LearnerConfig(batch_size=256, devices=0).devices == 0  # every visible device, checked when built
