@@ -25,6 +25,10 @@ class ActorConfig:
     # policy targets. 1.0: every ply full (off).
     full_search_fraction: float = 1.0
     fast_simulations: int = 8  # simulations of a fast ply (must be below search.num_simulations)
+    # Opening diversity: the first plies of every game are uniform random legal moves (both sides), so
+    # the network also learns the positions a varied opening (a book, a gauntlet's random plies) reaches.
+    # Each such position is still searched and its policy target trained; only the move played differs.
+    random_opening_plies: int = 0
 
     def __post_init__(self):
         if self.num_actors < 1 or self.games_per_actor < 1 or self.plies_per_call < 1:
@@ -37,5 +41,7 @@ class ActorConfig:
             raise ValueError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
         if self.fast_simulations < 1:
             raise ValueError(f"fast_simulations must be >= 1, got {self.fast_simulations}")
+        if self.random_opening_plies < 0:
+            raise ValueError(f"random_opening_plies must be >= 0, got {self.random_opening_plies}")
         if self.max_restarts < -1:
             raise ValueError("max_restarts must be >= 0, or -1 for no limit")

@@ -144,6 +144,7 @@ class SelfPlayActor:
             obs, to_play = jax.device_get(self._observe(self.states))
             action, slots, visits, pi, q, v = jax.device_get(
                 (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value))
+            action = self._opening_moves(action, slots)
             resign = self._record_ply(obs, to_play, action, slots, visits, pi, q, v, full)
             self.states = self._step(self.states, jnp.asarray(action))
             positions += len(self.logs)
@@ -163,6 +164,17 @@ class SelfPlayActor:
             actor=self.actor_id, games=len(finished), positions=positions,
             game_plies=tuple(r.plies for r in finished), version=self.version,
             seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id())
+
+    def _opening_moves(self, action: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """[B] the search's moves, with a uniform random legal move (`slots` [B, W] pgx ids, -1 pads)
+        for each game still inside its first `random_opening_plies` plies."""
+        if self.cfg.random_opening_plies == 0:
+            return action
+        action = np.array(action)
+        for b, log in enumerate(self.logs):
+            if len(log.actions) < self.cfg.random_opening_plies:
+                action[b] = self.rng.choice(slots[b][slots[b] >= 0])
+        return action
 
     def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v, full: bool) -> np.ndarray:
         """Logs each game's position; returns [B] the resigning pgx player id or -1."""

@@ -1,0 +1,84 @@
+"""Opening diversity (actors.random_opening_plies): the first k plies of every self-play game are
+uniform random legal moves, each position still searched and its policy target recorded; from ply k
+on the actor plays the search's move."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_playout_cap import _Remote, local_ray  # noqa: F401  (a pytest fixture)
+
+import games
+import models
+from actors.config import ActorConfig
+from actors.selfplay_actor import SelfPlayActor
+from configs.loader import ConfigError, load
+from replay.record import decode
+from selfplay.config import SelfPlayConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+GAMES = 64
+
+
+def deterministic_actor(random_plies: int) -> tuple[SelfPlayActor, list]:
+    """A tic-tac-toe actor whose search is deterministic (no root noise, greedy): without random
+    plies every game of the batch plays the same moves. Returns it and the list its finished games reach."""
+    cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
+               ["search.root_noise=false", "search.temperature_plies=0",
+                f"actors.random_opening_plies={random_plies}", f"actors.games_per_actor={GAMES}"])
+    game = games.make("tic_tac_toe")
+    net = models.make_network(cfg.network, game.spec)
+    variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
+    records = []
+    store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
+    replay = type("Replay", (), {"add": _Remote(lambda data: records.append(decode(data)))})()
+    actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, cfg.actors, replay, store, seed=3)
+    searched = []
+
+    def recording(*args):  # keeps the search's own choice of every ply
+        out = search(*args)
+        searched.append(np.asarray(out.action))
+        return out
+    search = actor.search
+    actor.search = recording
+    actor.searched = searched
+    return actor, records
+
+
+def test_without_random_plies_a_deterministic_search_plays_one_opening(local_ray):  # noqa: F811
+    actor, _ = deterministic_actor(0)
+    actor.play(2)
+    first_two = {tuple(log.actions) for log in actor.logs}
+    assert len(first_two) == 1
+
+
+def test_random_plies_are_uniform_legal_moves_then_the_search_plays(local_ray):  # noqa: F811
+    actor, records = deterministic_actor(2)
+    actor.play(3)
+    moves = np.array([log.actions for log in actor.logs])  # [GAMES, 3]
+    for ply in (0, 1):
+        # uniform over the legal squares: 9 at ply 0, 8 at ply 1; not the search's single choice
+        counts = np.bincount(moves[:, ply], minlength=9)
+        assert (counts > 0).sum() >= 6 and counts.max() <= 20
+        assert np.any(moves[:, ply] != actor.searched[ply])
+    assert np.all(moves[:, 0] != moves[:, 1])  # the second random move is legal: not the taken square
+    np.testing.assert_array_equal(moves[:, 2], actor.searched[2])  # ply 2: the search's move
+    # every ply, random ones included, keeps the search's policy target for training
+    assert all(len(log.policy) == 3 and all(p.sum() == pytest.approx(1.0, abs=1e-5) for p in log.policy)
+               for log in actor.logs)
+    actor.play(9)  # every game ends; the records replay under the rules (legal moves only)
+    game = games.make("tic_tac_toe")
+    for rec in records:
+        state = game.init(jnp.asarray(rec.init_key)[None])
+        for a in rec.actions:
+            assert bool(np.asarray(game.legal_mask(state))[0, a])
+            state = game.step(state, jnp.asarray([a]))
+
+
+def test_negative_random_plies_is_a_config_error():
+    with pytest.raises((ConfigError, ValueError), match="random_opening_plies"):
+        load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", ["actors.random_opening_plies=-1"])
+    assert ActorConfig(random_opening_plies=4).random_opening_plies == 4
