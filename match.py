@@ -30,13 +30,8 @@ NETWORK_KINDS = ("mcts", "policy", "av", "sv", "bc")  # specs whose agents run J
 
 def _book_path(name: str | None) -> str | None:
     """A book path, or a file name under the data dir's openings/ (e.g. '2moves_v1.epd')."""
-    if name is None or os.path.exists(name):
-        return name
-    from configs.paths import data_dir
-    candidate = data_dir() / "openings" / name
-    if candidate.exists():
-        return str(candidate)
-    raise FileNotFoundError(f"opening book '{name}' not found (nor {candidate})")
+    from arena.openings import book_path
+    return None if name is None else str(book_path(name))
 
 
 def _sprt(text: str) -> dict:

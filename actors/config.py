@@ -29,6 +29,10 @@ class ActorConfig:
     # the network also learns the positions a varied opening (a book, a gauntlet's random plies) reaches.
     # Each such position is still searched and its policy target trained; only the move played differs.
     random_opening_plies: int = 0
+    # Chess: a book of move lines from the initial position (PGN or TSV, or a folder of them; a path, or a
+    # name under the shared data's openings/, e.g. lichess_chess_openings: 3,400 ECO lines). Every game starts with a random line's
+    # moves (searched, policy target kept), then `random_opening_plies` random plies. "": none.
+    opening_book: str = ""
 
     def __post_init__(self):
         if self.num_actors < 1 or self.games_per_actor < 1 or self.plies_per_call < 1:

@@ -47,6 +47,7 @@ class _GameLog:
     full_search: list = dataclasses.field(default_factory=list)
     would_resign: int = -1
     serial: int = 0
+    opening: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int32))  # book moves to play first
 
 
 def _restarted() -> bool:
@@ -70,8 +71,9 @@ class SelfPlayActor:
     """Plays `actor_cfg.games_per_actor` games in parallel forever, a few plies per `play` call."""
 
     def __init__(self, actor_id: int, game_name: str, network_cfg, search_cfg, actor_cfg: ActorConfig,
-                 replay, param_store, seed: int):
+                 replay, param_store, seed: int, opening_lines: tuple[np.ndarray, ...] = ()):
         self.actor_id = actor_id
+        self.opening_lines = opening_lines  # pgx action lines (selfplay/openings.py); a game starts on one
         self.cfg = actor_cfg
         self.game = games.make(game_name)
         self.net = models.make_network(network_cfg, self.game.spec)
@@ -106,8 +108,11 @@ class SelfPlayActor:
     def _new_log(self, key: np.ndarray) -> _GameLog:
         self.games_started += 1
         disabled = (not self.cfg.resign_enabled) or self.rng.random() < self.cfg.resign_disabled_fraction
-        return _GameLog(init_key=key, resign_disabled=disabled, first_version=self.version,
-                        serial=self.games_started)
+        log = _GameLog(init_key=key, resign_disabled=disabled, first_version=self.version,
+                       serial=self.games_started)
+        if self.opening_lines:
+            log.opening = self.opening_lines[int(self.rng.integers(len(self.opening_lines)))]
+        return log
 
     def _reset_fn(self, states, keys, mask):
         fresh = self.game.init(keys)
@@ -166,13 +171,16 @@ class SelfPlayActor:
             seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id())
 
     def _opening_moves(self, action: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """[B] the search's moves, with a uniform random legal move (`slots` [B, W] pgx ids, -1 pads)
-        for each game still inside its first `random_opening_plies` plies."""
-        if self.cfg.random_opening_plies == 0:
+        """[B] the search's moves, except inside a game's opening: its book line's move, then a uniform
+        random legal move (`slots` [B, W] pgx ids, -1 pads) for `random_opening_plies` plies."""
+        if self.cfg.random_opening_plies == 0 and not self.opening_lines:
             return action
         action = np.array(action)
         for b, log in enumerate(self.logs):
-            if len(log.actions) < self.cfg.random_opening_plies:
+            ply, book = len(log.actions), len(log.opening)
+            if ply < book:
+                action[b] = log.opening[ply]
+            elif ply < book + self.cfg.random_opening_plies:
                 action[b] = self.rng.choice(slots[b][slots[b] >= 0])
         return action
 

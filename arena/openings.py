@@ -102,6 +102,18 @@ class Book:
         return self._parse(raw, where)
 
 
+def book_path(book: str | Path) -> Path:
+    """A book file: `book` itself if it exists, else that name under openings/ of the shared data
+    (e.g. '2moves_v1.epd'; FileNotFoundError naming both places and the download command)."""
+    if Path(book).exists():
+        return Path(book)
+    from configs.paths import data_file
+    try:
+        return data_file("openings", str(book))
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"opening book '{book}' is not a file, and {e}") from None
+
+
 def load_book(path: str | Path, limit: int | None = None) -> list[Opening]:
     """Every opening of a book file, parsed (errors name the file and line or game)."""
     book = Book(path, limit)

@@ -221,8 +221,8 @@ class Evaluator:
         if self._starts is None:
             count = self.ecfg.openings
             if self.cfg.game == "chess":
-                from arena.openings import Book, pick
-                boards = [o.board() for o in pick(Book(_book_path(self.ecfg.book)), count, "random", self.cfg.seed)]
+                from arena.openings import Book, book_path, pick
+                boards = [o.board() for o in pick(Book(book_path(self.ecfg.book)), count, "random", self.cfg.seed)]
                 self._start_fens = [b.fen() for b in boards for _ in (0, 1)]
                 self._starts = gauntlet.start_states(self.game, count, None, boards=boards)
             else:
@@ -309,13 +309,6 @@ class Evaluator:
             if agent is not None:
                 agent.close()
         self._engines.clear()
-
-
-def _book_path(book: str) -> Path:
-    if Path(book).is_file():
-        return Path(book)
-    from configs.paths import data_file
-    return data_file("openings", book)
 
 
 def anchor_labels(players, within: float = 15.0) -> list[tuple[float, list[str]]]:

@@ -233,9 +233,21 @@ def _shape(net: models.NetworkConfig) -> str:
     return f"{net.family} " + " ".join(f"{k}={v}" for k, v in sub.items())
 
 
+def _opening_lines(cfg: SelfPlayConfig) -> tuple:
+    """actors.opening_book's lines as pgx action arrays (selfplay/openings.py); () without a book."""
+    if not cfg.actors.opening_book:
+        return ()
+    from selfplay.openings import book_lines
+    try:
+        return book_lines(cfg.actors.opening_book, cfg.game)
+    except (OSError, ValueError) as e:
+        raise RunError(str(e)) from None
+
+
 def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = None,
         show_progress: bool | None = None) -> RunSummary:
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
+    opening_lines = _opening_lines(cfg)  # before the run directory: a bad book leaves nothing behind
     run_dir = _prepare_run_dir(cfg, resume)
     game = games.make(cfg.game)
     net = models.make_network(cfg.network, game.spec)
@@ -249,7 +261,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
         session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
-                           float(meta.get("seconds_total", 0.0)), checkpointer, progress)
+                           float(meta.get("seconds_total", 0.0)), checkpointer, progress, opening_lines)
         if cfg.pin_cpus and not ray_address:
             session.pin_cpus()
         elif cfg.pin_cpus:
@@ -314,7 +326,8 @@ class _Session:
     """One session of a run: starts the Ray actors, loops collect / train / report, shuts down."""
 
     def __init__(self, cfg: SelfPlayConfig, run_dir: Path, game, state: TrainState, samples_trained: int,
-                 seconds_total: float, checkpointer: Checkpointer, progress: Progress):
+                 seconds_total: float, checkpointer: Checkpointer, progress: Progress,
+                 opening_lines: tuple = ()):
         self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
         self.store = ray.remote(ParameterStore).options(num_cpus=0, **_on_this_node()).remote()
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))
@@ -334,7 +347,7 @@ class _Session:
                                          max_restarts=cfg.actors.max_restarts,
                                          scheduling_strategy="SPREAD").remote(
                            i, cfg.game, cfg.network, cfg.search, cfg.actors, self.replay, self.store,
-                           cfg.seed * 1000 + int(state.step) + i)
+                           cfg.seed * 1000 + int(state.step) + i, opening_lines)
                        for i in range(cfg.actors.num_actors)]
         self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors}
         self.final_variables = None  # the network saved at the stop

@@ -1,8 +1,10 @@
-"""Opening diversity (actors.random_opening_plies): the first k plies of every self-play game are
-uniform random legal moves, each position still searched and its policy target recorded; from ply k
-on the actor plays the search's move."""
+"""Opening diversity in self-play: a book line's moves (actors.opening_book, selfplay/openings.py),
+then actors.random_opening_plies uniform random legal moves, each position still searched and its
+policy target recorded; after them the actor plays the search's move."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -15,15 +17,18 @@ import games
 import models
 from actors.config import ActorConfig
 from actors.selfplay_actor import SelfPlayActor
+from arena.openings import Book, book_path
 from configs.loader import ConfigError, load
+from games.chess_bridge import actions_to_board
 from replay.record import decode
 from selfplay.config import SelfPlayConfig
+from selfplay.openings import book_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 GAMES = 64
 
 
-def deterministic_actor(random_plies: int) -> tuple[SelfPlayActor, list]:
+def deterministic_actor(random_plies: int, lines: tuple = ()) -> tuple[SelfPlayActor, list]:
     """A tic-tac-toe actor whose search is deterministic (no root noise, greedy): without random
     plies every game of the batch plays the same moves. Returns it and the list its finished games reach."""
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
@@ -35,7 +40,8 @@ def deterministic_actor(random_plies: int) -> tuple[SelfPlayActor, list]:
     records = []
     store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
     replay = type("Replay", (), {"add": _Remote(lambda data: records.append(decode(data)))})()
-    actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, cfg.actors, replay, store, seed=3)
+    actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, cfg.actors, replay, store, seed=3,
+                          opening_lines=lines)
     searched = []
 
     def recording(*args):  # keeps the search's own choice of every ply
@@ -82,3 +88,58 @@ def test_negative_random_plies_is_a_config_error():
     with pytest.raises((ConfigError, ValueError), match="random_opening_plies"):
         load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", ["actors.random_opening_plies=-1"])
     assert ActorConfig(random_opening_plies=4).random_opening_plies == 4
+
+
+def test_book_lines_replay_to_the_books_positions():
+    book = Book(book_path("lichess_chess_openings/c.tsv"))
+    lines = book_lines("lichess_chess_openings/c.tsv", "chess")
+    assert len(lines) == len(book) > 1000
+    for i in range(0, len(book), 97):  # python-chess replays our pgx ids to the book's own position
+        assert actions_to_board(lines[i].tolist()).fen() == book[i].board().fen()
+    every = book_lines("lichess_chess_openings", "chess")  # the folder: its five files, a to e
+    assert len(every) == sum(len(Book(f)) for f in book_path("lichess_chess_openings").glob("*.tsv")) > 3000
+
+
+@pytest.mark.parametrize("book, game, problem", [
+    ("lichess_chess_openings/c.tsv", "connect_four", "is for chess"),
+    ("2moves_v1.epd", "chess", "not the initial position"),
+    ("no_such_book.pgn", "chess", "not a file"),
+])
+def test_unusable_books_are_one_clear_error(book, game, problem):
+    with pytest.raises(ValueError, match=problem):
+        book_lines(book, game)
+
+
+def test_a_folder_without_books_is_one_clear_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("no book here")
+    with pytest.raises(ValueError, match="holds no .pgn or .tsv book"):
+        book_lines(str(tmp_path), "chess")
+
+
+def test_games_start_on_a_book_line_then_random_plies_then_the_search(local_ray):  # noqa: F811
+    lines = (np.array([4, 0], np.int32), np.array([8], np.int32))  # tic-tac-toe cells
+    actor, _ = deterministic_actor(1, lines)
+    actor.play(4)
+    seen = set()
+    for log in actor.logs:
+        line = next(line for line in lines if np.array_equal(log.actions[:len(line)], line))
+        seen.add(len(line))
+        random_ply = len(line)  # one random ply after the line, then the search from the next ply
+        assert log.actions[random_ply] not in line
+        assert len(log.policy) == 4
+    assert seen == {1, 2}  # both lines drawn
+    searched = np.array(actor.searched)  # [4, GAMES] the search's choices
+    for b, log in enumerate(actor.logs):
+        start = len(log.opening) + 1
+        np.testing.assert_array_equal(log.actions[start:], searched[start:, b])
+
+
+def test_selfplay_cli_rejects_a_book_for_another_game_before_starting(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "selfplay.py", "--config", "configs/connect_four.yaml", "--set",
+         f"runs_dir={tmp_path}", "actors.opening_book=lichess_chess_openings/c.tsv"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is for chess" in lines[0] and "Traceback" not in result.stderr
+    assert not any(tmp_path.iterdir())  # no run directory left behind

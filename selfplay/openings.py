@@ -1,0 +1,57 @@
+"""Opening lines for self-play (`actors.opening_book`): a chess book's lines as pgx action ids.
+
+    lines = book_lines("lichess_chess_openings", "chess")  # int32 [plies] arrays; a book file or a folder
+    actor = SelfPlayActor(..., opening_lines=lines)        # each game starts on a random line
+
+The actor plays a line's moves as the first plies of a game (each position still searched and its
+policy target kept), so a game record still replays from the initial position: its PGN, the replay
+corpus and the history planes see the book moves. Only lines from the initial position qualify (PGN
+and TSV books, or a folder of them; an EPD book holds positions, not lines).
+"""
+from __future__ import annotations
+
+import chess
+import numpy as np
+
+
+def book_lines(book: str, game_name: str) -> tuple[np.ndarray, ...]:
+    """Every line of `book` as int32 [plies] pgx action ids; ValueError naming the problem and the fix."""
+    if game_name != "chess":
+        raise ValueError(f"actors.opening_book is for chess (this run plays {game_name}); "
+                         f"use actors.random_opening_plies for opening variety")
+    path = _resolve(book)
+    files = sorted(f for f in path.iterdir() if f.suffix.lower() in (".pgn", ".tsv")) if path.is_dir() else [path]
+    if not files:
+        raise ValueError(f"actors.opening_book: {path} holds no .pgn or .tsv book")
+    lines = []
+    for file in files:
+        lines.extend(_lines_of(file))
+    return tuple(lines)
+
+
+def _resolve(book: str):
+    from arena.openings import book_path
+    try:
+        return book_path(book)
+    except FileNotFoundError as e:
+        raise ValueError(f"actors.opening_book: {e}") from None
+
+
+def _lines_of(file) -> list[np.ndarray]:
+    from arena.openings import Book
+    from games.chess_bridge import ucis_to_pgx_actions
+
+    try:
+        openings = Book(file)
+    except (OSError, ValueError) as e:  # an unknown suffix, an empty book
+        raise ValueError(f"actors.opening_book: {e}") from None
+    lines = []
+    for i in range(len(openings)):
+        opening = openings[i]  # parsed here: a bad line names its file and line
+        if opening.fen != chess.STARTING_FEN:
+            raise ValueError(f"actors.opening_book: {opening.name} starts from {opening.fen}, not the initial "
+                             f"position; self-play needs move lines (a PGN or TSV book such as "
+                             f"lichess_chess_openings/c.tsv)")
+        white_to_move = np.arange(len(opening.moves)) % 2 == 0
+        lines.append(ucis_to_pgx_actions(opening.moves, white_to_move))
+    return lines
