@@ -30,7 +30,7 @@ class ActorConfig:
     # Each such position is still searched and its policy target trained; only the move played differs.
     random_opening_plies: int = 0
     # Chess: a book of move lines from the initial position (PGN or TSV, or a folder of them; a path, or a
-    # name under the shared data's openings/, e.g. lichess_chess_openings: 3,400 ECO lines). Every game starts with a random line's
+    # name under the shared data's openings/, e.g. lichess_chess_openings: 3,807 ECO lines). Every game starts with a random line's
     # moves (searched, policy target kept), then `random_opening_plies` random plies. "": none.
     opening_book: str = ""
 
