@@ -3,6 +3,7 @@ records which, the record keeps the flag through its file frame, the buffer hand
 as policy_weight, and the loss trains the policy on full plies only (the value on every ply)."""
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from pathlib import Path
 
@@ -77,6 +78,19 @@ class _Remote:
         return ray.put(self.fn(*args))
 
 
+def tic_tac_toe_actor(cfg: SelfPlayConfig, seed: int, **kwargs) -> tuple[SelfPlayActor, list]:
+    """A SelfPlayActor of `cfg` (tic-tac-toe) in this process with an untrained network, stand-in
+    replay and parameter store; returns it and the list of the records its finished games reach."""
+    game = games.make("tic_tac_toe")
+    net = models.make_network(cfg.network, game.spec)
+    variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
+    records = []
+    store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
+    replay = type("Replay", (), {"add": _Remote(lambda data: records.append(decode(data)))})()
+    actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, cfg.actors, replay, store, seed=seed, **kwargs)
+    return actor, records
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     import ray
@@ -89,14 +103,8 @@ def local_ray():
 def test_actor_searches_fast_plies_and_records_which(local_ray, fraction):
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
                [f"actors.full_search_fraction={fraction}", "actors.fast_simulations=4"])
-    game = games.make("tic_tac_toe")
-    net = models.make_network(cfg.network, game.spec)
-    variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
-    records = []
-    store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
-    replay = type("Replay", (), {"add": _Remote(lambda data: records.append(decode(data)))})()
     actor_cfg = ActorConfig(**{**cfg.actors.__dict__, "games_per_actor": 4})
-    actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, actor_cfg, replay, store, seed=1)
+    actor, records = tic_tac_toe_actor(dataclasses.replace(cfg, actors=actor_cfg), seed=1)
     calls = {"full": 0, "fast": 0}
 
     def counted(search, kind):

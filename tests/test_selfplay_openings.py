@@ -7,20 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_playout_cap import _Remote, local_ray  # noqa: F401  (a pytest fixture)
+from test_playout_cap import local_ray, tic_tac_toe_actor  # noqa: F401  (local_ray: a pytest fixture)
 
 import games
-import models
 from actors.config import ActorConfig
 from actors.selfplay_actor import SelfPlayActor
 from arena.openings import Book, book_path
 from configs.loader import ConfigError, load
 from games.chess_bridge import actions_to_board
-from replay.record import decode
 from selfplay.config import SelfPlayConfig
 from selfplay.openings import book_lines
 
@@ -34,14 +31,7 @@ def deterministic_actor(random_plies: int, lines: tuple = ()) -> tuple[SelfPlayA
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
                ["search.root_noise=false", "search.temperature_plies=0",
                 f"actors.random_opening_plies={random_plies}", f"actors.games_per_actor={GAMES}"])
-    game = games.make("tic_tac_toe")
-    net = models.make_network(cfg.network, game.spec)
-    variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
-    records = []
-    store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
-    replay = type("Replay", (), {"add": _Remote(lambda data: records.append(decode(data)))})()
-    actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, cfg.actors, replay, store, seed=3,
-                          opening_lines=lines)
+    actor, records = tic_tac_toe_actor(cfg, seed=3, opening_lines=lines)
     searched = []
 
     def recording(*args):  # keeps the search's own choice of every ply
