@@ -7,12 +7,14 @@ Search: chess positions after 8 random plies, the chess_cpu ResNet (2x32, untrai
 simulations, PUCT and Gumbel, `win_check` root (self-play's setting) or as --win-checks says. Learner: the real jitted
 train step (learner/train.py: SGD + momentum, legal-move policy loss, value loss) on random
 batches of chess observations, per network preset and per `--learner-devices` count (the batch
-split over that many devices, learner/parallel.py: 0 = all, e.g. every GPU of the node). Prints one JSON line per measurement as it
+split over that many devices, learner/parallel.py: 0 = all, e.g. every GPU of the node), per
+`--dtypes` (the ResNet's `compute_dtype`: bfloat16 runs convolutions in bf16, float32 parameters). Prints one JSON line per measurement as it
 goes (a killed run keeps what it measured), then nothing else.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -67,8 +69,12 @@ def timed(fn, repeats: int) -> tuple[float, float]:
     return first, float(np.median(times))
 
 
-def bench_search(batches, sims: int, repeats: int, win_check: str = "root") -> None:
-    net = models.make_network(CPU_NET, CHESS.spec)
+def with_dtype(net_cfg: models.NetworkConfig, dtype: str) -> models.NetworkConfig:
+    return dataclasses.replace(net_cfg, resnet=dataclasses.replace(net_cfg.resnet, compute_dtype=dtype))
+
+
+def bench_search(batches, sims: int, repeats: int, win_check: str = "root", dtype: str = "float32") -> None:
+    net = models.make_network(with_dtype(CPU_NET, dtype), CHESS.spec)
     states = positions(max(batches))
     variables = net.init(jax.random.PRNGKey(0), CHESS.observe(states)[:1], train=False)
     evaluate = lambda v, o: net.apply(v, o, train=False)
@@ -78,12 +84,12 @@ def bench_search(batches, sims: int, repeats: int, win_check: str = "root") -> N
         for batch in batches:
             sub = jax.tree.map(lambda x: x[:batch], states)
             first, seconds = timed(lambda i: run(variables, sub, jax.random.PRNGKey(i)), repeats)
-            emit(kind="search", policy=policy, win_check=win_check, batch=batch, simulations=sims,
+            emit(kind="search", policy=policy, win_check=win_check, dtype=dtype, batch=batch, simulations=sims,
                  sims_per_s=round(batch * sims / seconds, 1), positions_per_s=round(batch / seconds, 1),
                  seconds_per_search=round(seconds, 4), compile_s=round(first - seconds, 1))
 
 
-def bench_learner(names, batch: int, repeats: int, device_counts=(1,)) -> None:
+def bench_learner(names, batch: int, repeats: int, device_counts=(1,), dtypes=("float32",)) -> None:
     rng = np.random.default_rng(0)
     width = CHESS.max_legal_actions
     legal = np.full((batch, width), -1, np.int32)
@@ -94,8 +100,8 @@ def bench_learner(names, batch: int, repeats: int, device_counts=(1,)) -> None:
                          legal_actions=jnp.asarray(legal), policy=jnp.asarray(policy),
                          z=jnp.asarray(rng.choice([-1.0, 0.0, 1.0], size=batch).astype(np.float32)))
     cfg = LearnerConfig(batch_size=batch)
-    for name, count in ((n, c) for n in names for c in device_counts):
-        net_cfg = CPU_NET if name == "chess_cpu" else presets.get(name)
+    for name, count, dtype in ((n, c, d) for n in names for c in device_counts for d in dtypes):
+        net_cfg = with_dtype(CPU_NET if name == "chess_cpu" else presets.get(name), dtype)
         net = models.make_network(net_cfg, CHESS.spec)
         replicated, split = data_parallel(count, batch, "learner")
         state = jax.device_put(init_train_state(net, cfg, data.observation[:1], jax.random.PRNGKey(0)), replicated)
@@ -108,7 +114,7 @@ def bench_learner(names, batch: int, repeats: int, device_counts=(1,)) -> None:
             return metrics["loss"]
 
         first, seconds = timed(one, repeats)
-        emit(kind="learner", network=name, batch=batch, devices=describe(replicated),
+        emit(kind="learner", network=name, dtype=dtype, batch=batch, devices=describe(replicated),
              samples_per_s=round(batch / seconds, 1), seconds_per_step=round(seconds, 4),
              compile_s=round(first - seconds, 1))
 
@@ -122,16 +128,18 @@ def main(argv=None) -> None:
     ap.add_argument("--learner-devices", default="1,0",
                     help="comma list of device counts the learner batch is split over (0: all)")
     ap.add_argument("--win-checks", default="root", help="comma list of SearchConfig.win_check values")
+    ap.add_argument("--dtypes", default="float32", help="comma list of network compute dtypes: float32, bfloat16")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma list: search, learner")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
+    dtypes = args.dtypes.split(",")
     if "learner" not in skip:
         counts = list(dict.fromkeys(int(c) or len(jax.devices()) for c in args.learner_devices.split(",")))
-        bench_learner(args.presets.split(","), args.learner_batch, args.repeats, counts)
+        bench_learner(args.presets.split(","), args.learner_batch, args.repeats, counts, dtypes)
     if "search" not in skip:
-        for win_check in args.win_checks.split(","):
-            bench_search([int(b) for b in args.batches.split(",")], args.sims, args.repeats, win_check)
+        for win_check, dtype in ((w, d) for w in args.win_checks.split(",") for d in dtypes):
+            bench_search([int(b) for b in args.batches.split(",")], args.sims, args.repeats, win_check, dtype)
 
 
 if __name__ == "__main__":

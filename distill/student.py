@@ -41,7 +41,8 @@ def network_config(student, target: str) -> NetworkConfig:
     if target not in PREDICTOR:
         raise ValueError(f"unknown target {target!r} (use av, av_all, sv or bc)")
     if student.family == "searchless":
-        fields = dict(predictor=PREDICTOR[target], num_return_buckets=student.num_bins)
+        fields = dict(predictor=PREDICTOR[target], num_return_buckets=student.num_bins,
+                      compute_dtype=student.compute_dtype)
         if student.preset:
             return _preset(student.preset, "searchless", **fields)
         return NetworkConfig(family="searchless", searchless=SearchlessConfig(

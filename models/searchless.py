@@ -47,6 +47,9 @@ class SearchlessConfig:
     max_sequence_length: int = FEN_TOKENS + 2  # learned positional table size (79, as the paper)
     apply_post_ln: bool = True  # final LayerNorm after the last block (reference code default)
     emb_init_scale: float = 0.02  # stddev of the truncated-normal token embedding init
+    # dtype of the matmuls and activations; parameters, LayerNorm statistics, the softmaxes and the
+    # output stay float32 (bfloat16 pays on accelerators' tensor cores)
+    compute_dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
         if self.embedding_dim % self.num_heads:
@@ -71,12 +74,14 @@ class SearchlessConfig:
 
 class SwiGLU(nn.Module):
     hidden: int
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x):
-        gate = nn.Dense(self.hidden, use_bias=False, name="gate")(x)
-        up = nn.Dense(self.hidden, use_bias=False, name="up")(x)
-        return nn.Dense(x.shape[-1], use_bias=False, name="down")(nn.silu(gate) * up)
+        dense = lambda width, name: nn.Dense(width, use_bias=False, dtype=self.dtype, name=name)
+        gate = dense(self.hidden, "gate")(x)
+        up = dense(self.hidden, "up")(x)
+        return dense(x.shape[-1], "down")(nn.silu(gate) * up)
 
 
 class SearchlessTransformer(nn.Module):
@@ -92,18 +97,19 @@ class SearchlessTransformer(nn.Module):
             raise ValueError(f"{cfg.predictor} expects tokens [B, {cfg.input_length}], got {tokens.shape}")
         bos = jnp.zeros((tokens.shape[0], 1), tokens.dtype)
         seq = jnp.concatenate([bos, tokens], axis=1)  # [B, T] with T = context_length
-        d = cfg.embedding_dim
+        d, dt = cfg.embedding_dim, jnp.dtype(cfg.compute_dtype)
         embed = nn.Embed(cfg.vocab_size, d, embedding_init=nn.initializers.truncated_normal(cfg.emb_init_scale),
                          name="token_embedding")
         pos = nn.Embed(cfg.max_sequence_length, d, name="position_embedding")
-        x = embed(seq) * jnp.sqrt(d) + pos(jnp.arange(seq.shape[1]))[None]
+        x = (embed(seq) * jnp.sqrt(d) + pos(jnp.arange(seq.shape[1]))[None]).astype(dt)
+        norm = lambda name: nn.LayerNorm(dtype=dt, name=name)
         for i in range(cfg.num_layers):
-            x = x + MultiHeadAttention(cfg.num_heads, d // cfg.num_heads, use_bias=False,
-                                       name=f"attention_{i}")(nn.LayerNorm(name=f"ln_attention_{i}")(x))
-            x = x + SwiGLU(cfg.widening_factor * d, name=f"mlp_{i}")(nn.LayerNorm(name=f"ln_mlp_{i}")(x))
+            x = x + MultiHeadAttention(cfg.num_heads, d // cfg.num_heads, use_bias=False, dtype=dt,
+                                       name=f"attention_{i}")(norm(f"ln_attention_{i}")(x))
+            x = x + SwiGLU(cfg.widening_factor * d, dt, name=f"mlp_{i}")(norm(f"ln_mlp_{i}")(x))
         if cfg.apply_post_ln:
-            x = nn.LayerNorm(name="ln_final")(x)
-        logits = nn.Dense(cfg.output_size, name="output")(x[:, -1])
+            x = norm("ln_final")(x)
+        logits = nn.Dense(cfg.output_size, dtype=dt, name="output")(x[:, -1]).astype(jnp.float32)
         if cfg.predictor == "all_action_values":
             return logits
         return jax.nn.log_softmax(logits, axis=-1)

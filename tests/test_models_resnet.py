@@ -146,3 +146,40 @@ def test_parity_plane_on_chess_is_a_one_line_config_error():
         load(SelfPlayConfig, root / "configs/chess_cpu.yaml", ["network.resnet.parity_plane=true"])
     assert load(SelfPlayConfig, root / "configs/connect_four.yaml",
                 ["network.resnet.parity_plane=true"]).network.resnet.parity_plane
+
+
+@pytest.mark.parametrize("game", ["chess", "connect_four"])
+def test_bfloat16_compute_keeps_float32_parameters_and_outputs(game):
+    """Mixed precision: the same float32 parameters, convolutions in bf16, outputs float32 and within
+    bf16 rounding of the float32 network's."""
+    spec = games.make(game).spec
+    configs = {dt: models.NetworkConfig(resnet=ResNetConfig(num_blocks=2, filters=16, value_hidden=16,
+                                                            squeeze_excitation=True, wdl_head=True,
+                                                            compute_dtype=dt))
+               for dt in ("float32", "bfloat16")}
+    nets = {dt: models.make_network(cfg, spec) for dt, cfg in configs.items()}
+    obs = jax.random.bernoulli(jax.random.PRNGKey(0), 0.3, (4, *spec.observation_shape)).astype(jnp.float32)
+    variables = nets["float32"].init(jax.random.PRNGKey(1), obs)
+    bf16_variables = nets["bfloat16"].init(jax.random.PRNGKey(1), obs)
+    assert jax.tree.map(lambda a: (a.shape, a.dtype), bf16_variables) == \
+        jax.tree.map(lambda a: (a.shape, a.dtype), variables)  # one checkpoint format for both
+    full, half = (nets[dt].apply(variables, obs) for dt in ("float32", "bfloat16"))
+    for a, b in zip(full, half):
+        assert b.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=0.05 * float(jnp.abs(a).max()) + 0.02)
+    convs = [e for e in jax.make_jaxpr(lambda o: nets["bfloat16"].apply(variables, o))(obs).jaxpr.eqns
+             if e.primitive.name == "conv_general_dilated"]
+    assert convs and all(e.outvars[0].aval.dtype == jnp.bfloat16 for e in convs)
+
+    def loss(params):
+        out, _ = nets["bfloat16"].apply({**variables, "params": params}, obs, train=True, mutable=["batch_stats"])
+        return jnp.mean(out.value ** 2) + jnp.mean(jax.nn.logsumexp(out.policy_logits, -1))
+
+    grads = jax.grad(loss)(variables["params"])
+    assert all(g.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
+
+
+def test_unknown_compute_dtype_is_a_one_line_config_error():
+    with pytest.raises(ConfigError, match="compute_dtype"):
+        load(SelfPlayConfig, Path(__file__).resolve().parents[1] / "configs/connect_four.yaml",
+             ["network.resnet.compute_dtype=float16"])

@@ -55,3 +55,16 @@ def test_jit_and_grad():
     assert np.isfinite(float(value))
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
     assert float(jnp.abs(grads["params"]["token_embedding"]["embedding"]).sum()) > 0
+
+
+def test_bfloat16_compute_matches_float32_within_rounding():
+    tokens = jax.random.randint(jax.random.PRNGKey(0), (4, 78), 0, 32)
+    nets = {dt: SearchlessTransformer(SearchlessConfig(predictor="action_value", compute_dtype=dt, **TINY))
+            for dt in ("float32", "bfloat16")}
+    params = nets["float32"].init(jax.random.PRNGKey(1), tokens)
+    full, half = (nets[dt].apply(params, tokens) for dt in ("float32", "bfloat16"))
+    assert half.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(half), np.asarray(full), atol=0.1)
+    matmuls = [e for e in jax.make_jaxpr(lambda t: nets["bfloat16"].apply(params, t))(tokens).jaxpr.eqns
+               if e.primitive.name == "dot_general"]
+    assert matmuls and all(e.outvars[0].aval.dtype == jnp.bfloat16 for e in matmuls[:-1])
