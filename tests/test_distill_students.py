@@ -135,6 +135,14 @@ def test_best_move_weight_is_av_all_only_and_non_negative():
         DistillConfig(train=dataclasses.replace(DistillConfig().train, best_move_weight=-1.0))
 
 
+def test_student_compute_dtype_reaches_the_searchless_network_and_is_refused_for_the_chessformer():
+    searchless = StudentConfig(family="searchless", compute_dtype="bfloat16")
+    assert student.network_config(searchless, "av").searchless.compute_dtype == "bfloat16"
+    assert student.network_config(StudentConfig(family="searchless"), "bc").searchless.compute_dtype == "float32"
+    with pytest.raises(ValueError, match="Chessformer runs in float32 only"):
+        StudentConfig(family="chessformer", compute_dtype="bfloat16")
+
+
 @pytest.mark.parametrize("family", ["searchless", "chessformer"])
 def test_av_all_student_learns_every_moves_value(family):
     recs = _records(BOARDS)
