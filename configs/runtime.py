@@ -1,6 +1,7 @@
 """Process-wide JAX setup shared by the CLIs, tests and benchmarks."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -64,6 +65,7 @@ def pin_threads(cores: list[int]) -> bool:
 # a SIGTERM or SIGINT arrived that raise_if_stop_requested has not acted on (a plain bool: a lock, as
 # in threading.Event, could deadlock when the handler interrupts the main thread holding it)
 _stop_requested = False
+_deferring = 0  # depth of open stops_deferred() blocks: the handler records a signal instead of raising
 
 
 def stop_on_signals() -> None:
@@ -76,7 +78,8 @@ def stop_on_signals() -> None:
     def interrupt(signum, frame):
         global _stop_requested
         _stop_requested = True
-        raise KeyboardInterrupt
+        if not _deferring:
+            raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt)
@@ -91,3 +94,19 @@ def raise_if_stop_requested() -> None:
     if _stop_requested:
         _stop_requested = False
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def stops_deferred():
+    """A block that a SIGTERM or Ctrl-C (through `stop_on_signals`' handler) cannot cut in half: the
+    signal is recorded and raised as KeyboardInterrupt when the block ends. For a train step that
+    donates the old state's buffers and the assignment of the new state: an interrupt between the two
+    would leave only deleted arrays to checkpoint."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    if not _deferring:
+        raise_if_stop_requested()

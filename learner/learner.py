@@ -23,6 +23,7 @@ import ray
 
 import games
 import models
+from configs.runtime import stops_deferred
 from games import symmetry
 from learner.config import LearnerConfig
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
@@ -60,8 +61,9 @@ class Learner:
             if self._next_batch is None:
                 self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
             batch = jax.device_put(ray.get(self._next_batch), self._split)
-            self._state, metrics = self._train_step(self._state, batch)
-            self._step += 1
+            with stops_deferred():  # the step donates the old state: a stop between it and the assignment loses both
+                self._state, metrics = self._train_step(self._state, batch)
+                self._step += 1
             self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
             if self._step % self._cfg.publish_every == 0:
                 self.publish()

@@ -54,3 +54,27 @@ def test_ctrl_c_swallowed_in_a_finaliser_still_stops_the_loop():
     finally:
         signal.signal(signal.SIGINT, previous[0])
         signal.signal(signal.SIGTERM, previous[1])
+
+
+def test_a_sigterm_inside_stops_deferred_waits_for_the_block_to_end():
+    """A donated train step and the assignment of its result are one block: a SIGTERM between them
+    would leave deleted arrays to checkpoint, so it is raised when the block ends, once."""
+    previous = signal.getsignal(signal.SIGTERM)
+    done = []
+    try:
+        runtime.stop_on_signals()
+        with pytest.raises(KeyboardInterrupt):
+            with runtime.stops_deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(10_000):  # bytecode boundaries: the handler has run by now
+                    pass
+                done.append("step")
+                with runtime.stops_deferred():  # nested: only the outermost block raises
+                    done.append("inner")
+                done.append("assigned")
+        assert done == ["step", "inner", "assigned"]
+        runtime.raise_if_stop_requested()  # acted on once
+        with runtime.stops_deferred():  # no signal: the block ends quietly
+            done.append("again")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
