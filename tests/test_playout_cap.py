@@ -3,7 +3,6 @@ records which, the record keeps the flag through its file frame, the buffer hand
 as policy_weight, and the loss trains the policy on full plies only (the value on every ply)."""
 from __future__ import annotations
 
-import dataclasses
 import zlib
 from pathlib import Path
 
@@ -102,9 +101,8 @@ def local_ray():
 @pytest.mark.parametrize("fraction", [0.5, 1.0])
 def test_actor_searches_fast_plies_and_records_which(local_ray, fraction):
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
-               [f"actors.full_search_fraction={fraction}", "actors.fast_simulations=4"])
-    actor_cfg = ActorConfig(**{**cfg.actors.__dict__, "games_per_actor": 4})
-    actor, records = tic_tac_toe_actor(dataclasses.replace(cfg, actors=actor_cfg), seed=1)
+               [f"actors.full_search_fraction={fraction}", "actors.fast_simulations=4", "actors.games_per_actor=4"])
+    actor, records = tic_tac_toe_actor(cfg, seed=1)
     calls = {"full": 0, "fast": 0}
 
     def counted(search, kind):
