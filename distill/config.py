@@ -69,15 +69,12 @@ class StudentConfig:
     num_layers: int = 2  # transformer blocks
     num_heads: int = 4  # attention heads
     widening_factor: int = 4  # MLP hidden = widening_factor * embed_dim
-    # matmuls and activations of the searchless transformer in this dtype (float32 parameters, losses
-    # and outputs): bfloat16 pays on accelerators' tensor cores; the Chessformer runs float32 only
+    # matmuls and activations of the student in this dtype (float32 parameters, losses and outputs):
+    # bfloat16 pays on accelerators' tensor cores
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
         check_choices(self)
-        if self.family == "chessformer" and self.compute_dtype != "float32":
-            raise ValueError("student.compute_dtype: the Chessformer runs in float32 only; "
-                             "set student.compute_dtype=float32 or student.family=searchless")
 
 
 @dataclasses.dataclass(frozen=True)

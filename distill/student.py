@@ -51,7 +51,7 @@ def network_config(student, target: str) -> NetworkConfig:
     if student.family == "chessformer":
         if target == "av":
             raise ValueError("the Chessformer has no action input: train it with target av_all, sv or bc")
-        fields = dict(input_features=112, policy_space="uci_vocab")
+        fields = dict(input_features=112, policy_space="uci_vocab", compute_dtype=student.compute_dtype)
         if student.preset:
             return _preset(student.preset, "chessformer", **fields)
         return NetworkConfig(family="chessformer", chessformer=ChessformerConfig(

@@ -41,15 +41,16 @@ class AttentionPolicyHead(nn.Module):
     """tokens [B, 64, D] -> pair-space logits [B, PAIR_SPACE] (side-to-move frame)."""
 
     policy_dim: int  # width of the query/key projections
+    dtype: jnp.dtype = jnp.float32  # of the projections and the pair product; the logits come out float32
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        batch = x.shape[0]
-        queries = nn.Dense(self.policy_dim, name="query")(x)  # [B, 64, P]
-        keys = nn.Dense(self.policy_dim, name="key")(x)  # [B, 64, P]
-        pairs = jnp.einsum("bfp,btp->bft", queries, keys) / jnp.sqrt(self.policy_dim).astype(x.dtype)
+        batch, dt = x.shape[0], self.dtype
+        queries = nn.Dense(self.policy_dim, dtype=dt, name="query")(x)  # [B, 64, P]
+        keys = nn.Dense(self.policy_dim, dtype=dt, name="key")(x)  # [B, 64, P]
+        pairs = jnp.einsum("bfp,btp->bft", queries, keys).astype(jnp.float32) / np.sqrt(np.float32(self.policy_dim))
         # Under-promotions: 7th-rank from-square x 8th-rank to-square, plus a per-(to, piece) offset.
-        offsets = nn.Dense(3, name="promotion")(keys[:, 56:64])  # [B, 8 to-files, 3]
+        offsets = nn.Dense(3, dtype=dt, name="promotion")(keys[:, 56:64]).astype(jnp.float32)  # [B, 8 to-files, 3]
         last_ranks = pairs[:, 48:56, 56:64]  # [B, 8 from-files, 8 to-files]
         under = last_ranks[..., None] + offsets[:, None, :, :]  # [B, 8, 8, 3]
         never = jnp.full((batch, 1), NEVER_LOGIT, pairs.dtype)

@@ -54,6 +54,9 @@ class ChessformerConfig:
     policy_dim: int = 0  # query/key width of the attention policy head; 0 = embedding_dim
     value_hidden: int = 128  # hidden width of the WDL head
     policy_space: PolicySpace = "pgx"  # output actions: pgx 4672 ids, compact 1858, or 1968 UCI vocab
+    # dtype of the matmuls and activations; parameters, LayerNorm statistics, the softmaxes and every
+    # output (policy logits, WDL) stay float32 (bfloat16 pays on accelerators' tensor cores)
+    compute_dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
         if self.embedding_dim % self.head_dim:
@@ -62,6 +65,10 @@ class ChessformerConfig:
     @property
     def num_heads(self) -> int:
         return self.embedding_dim // self.head_dim
+
+    @property
+    def dtype(self) -> jnp.dtype:
+        return jnp.dtype(self.compute_dtype)
 
 
 def policy_index(space: PolicySpace):
@@ -81,20 +88,21 @@ class EncoderLayer(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, logit_bias: Optional[jax.Array]) -> jax.Array:
         cfg = self.config
-        alpha = (2.0 * cfg.num_layers) ** 0.25
-        a = MultiHeadAttention(cfg.num_heads, cfg.head_dim, name="attention")(x, logit_bias)
-        x = nn.LayerNorm(name="ln_attention")(alpha * x + a)
-        m = nn.Dense(cfg.embedding_dim, name="mlp_out")(mish(nn.Dense(cfg.mlp_dim, name="mlp_in")(x)))
-        return nn.LayerNorm(name="ln_mlp")(alpha * x + m)
+        alpha, dt = (2.0 * cfg.num_layers) ** 0.25, cfg.dtype
+        a = MultiHeadAttention(cfg.num_heads, cfg.head_dim, dtype=dt, name="attention")(x, logit_bias)
+        x = nn.LayerNorm(dtype=dt, name="ln_attention")(alpha * x + a)
+        m = nn.Dense(cfg.embedding_dim, dtype=dt, name="mlp_out")(mish(nn.Dense(cfg.mlp_dim, dtype=dt, name="mlp_in")(x)))
+        return nn.LayerNorm(dtype=dt, name="ln_mlp")(alpha * x + m)
 
 
 class WDLHead(nn.Module):
     hidden: int
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, x):  # [B, 64, D] -> [B, 3]
-        h = nn.LayerNorm()(jnp.mean(x, axis=1))
-        return nn.Dense(3)(nn.relu(nn.Dense(self.hidden)(h)))
+    def __call__(self, x):  # [B, 64, D] -> [B, 3] float32 logits
+        h = nn.LayerNorm(dtype=self.dtype)(jnp.mean(x, axis=1))
+        return nn.Dense(3, dtype=self.dtype)(nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(h))).astype(jnp.float32)
 
 
 def pgx_observation_to_squares(obs: jax.Array) -> jax.Array:
@@ -124,22 +132,23 @@ class Chessformer(nn.Module):
         if is_black is None and cfg.input_features in BLACK_TO_MOVE_FEATURE:
             is_black = squares[:, 0, BLACK_TO_MOVE_FEATURE[cfg.input_features]] > 0.5
 
-        x = mish(nn.Dense(cfg.embedding_dim, name="embedding")(squares))
+        dt = cfg.dtype
+        x = mish(nn.Dense(cfg.embedding_dim, dtype=dt, name="embedding")(squares))
         if cfg.position_encoding == "absolute":
             x = AbsolutePositionEmbedding(name="square_embedding")(x)
-        shared_projection = SharedBiasProjection(name="gab_projection") if cfg.position_encoding == "gab" else None
+        shared_projection = SharedBiasProjection(dt, name="gab_projection") if cfg.position_encoding == "gab" else None
         for i in range(cfg.num_layers):
             bias = None
             if cfg.position_encoding == "gab":
                 codes = GeometricAttentionBias(cfg.num_heads, cfg.gab_d1, cfg.gab_d2, cfg.gab_d3, cfg.gab_pooled,
-                                               name=f"gab_{i}")(x)
+                                               dt, name=f"gab_{i}")(x)
                 bias = shared_projection(codes)
             elif cfg.position_encoding == "relative_2d":
-                bias = Relative2DBias(cfg.num_heads, name=f"relative_bias_{i}")()
+                bias = Relative2DBias(cfg.num_heads, name=f"relative_bias_{i}")().astype(dt)
             x = EncoderLayer(cfg, name=f"layer_{i}")(x, bias)
 
-        pairs = ap.AttentionPolicyHead(cfg.policy_dim or cfg.embedding_dim, name="policy")(x)
-        wdl = WDLHead(cfg.value_hidden, name="wdl")(x)
+        pairs = ap.AttentionPolicyHead(cfg.policy_dim or cfg.embedding_dim, dt, name="policy")(x)
+        wdl = WDLHead(cfg.value_hidden, dt, name="wdl")(x)
         if return_pairs:
             return NetworkOutput(pairs, wdl_to_value(wdl), wdl)
         index = policy_index(cfg.policy_space)

@@ -26,25 +26,29 @@ class GeometricAttentionBias(nn.Module):
     d2: int  # hidden width
     d3: int  # per-head code width
     pooled: bool  # average-pool the squares instead of compressing and flattening them
+    dtype: jnp.dtype = jnp.float32  # of the matmuls and activations (parameters stay float32)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        batch = x.shape[0]
+        batch, dt = x.shape[0], self.dtype
         if self.pooled:
             h = jnp.mean(x, axis=1)  # [B, D]
         else:
-            h = nn.Dense(self.d1, use_bias=False, name="compress")(x).reshape(batch, -1)  # [B, 64*d1]
-        h = nn.LayerNorm(name="ln_hidden")(nn.gelu(nn.Dense(self.d2, name="hidden")(h)))
-        h = nn.LayerNorm(name="ln_codes")(nn.gelu(nn.Dense(self.num_heads * self.d3, name="codes")(h)))
+            h = nn.Dense(self.d1, use_bias=False, dtype=dt, name="compress")(x).reshape(batch, -1)  # [B, 64*d1]
+        h = nn.LayerNorm(dtype=dt, name="ln_hidden")(nn.gelu(nn.Dense(self.d2, dtype=dt, name="hidden")(h)))
+        h = nn.LayerNorm(dtype=dt, name="ln_codes")(nn.gelu(nn.Dense(self.num_heads * self.d3, dtype=dt,
+                                                                     name="codes")(h)))
         return h.reshape(batch, self.num_heads, self.d3)
 
 
 class SharedBiasProjection(nn.Module):
     """codes [B, H, d3] -> attention logit bias [B, H, 64, 64]; one instance serves all layers."""
 
+    dtype: jnp.dtype = jnp.float32  # of the projection's matmul (its parameters stay float32)
+
     @nn.compact
     def __call__(self, codes: jax.Array) -> jax.Array:
-        bias = nn.Dense(64 * 64, name="projection")(codes)
+        bias = nn.Dense(64 * 64, dtype=self.dtype, name="projection")(codes)
         return bias.reshape(*codes.shape[:2], 64, 64)
 
 

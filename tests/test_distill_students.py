@@ -135,12 +135,14 @@ def test_best_move_weight_is_av_all_only_and_non_negative():
         DistillConfig(train=dataclasses.replace(DistillConfig().train, best_move_weight=-1.0))
 
 
-def test_student_compute_dtype_reaches_the_searchless_network_and_is_refused_for_the_chessformer():
+def test_student_compute_dtype_reaches_the_network_of_either_family():
     searchless = StudentConfig(family="searchless", compute_dtype="bfloat16")
     assert student.network_config(searchless, "av").searchless.compute_dtype == "bfloat16"
     assert student.network_config(StudentConfig(family="searchless"), "bc").searchless.compute_dtype == "float32"
-    with pytest.raises(ValueError, match="Chessformer runs in float32 only"):
-        StudentConfig(family="chessformer", compute_dtype="bfloat16")
+    chessformer = StudentConfig(family="chessformer", compute_dtype="bfloat16")
+    assert student.network_config(chessformer, "av_all").chessformer.compute_dtype == "bfloat16"
+    assert student.network_config(dataclasses.replace(chessformer, preset="chessformer_4m"),
+                                  "bc").chessformer.compute_dtype == "bfloat16"
 
 
 @pytest.mark.parametrize("family", ["searchless", "chessformer"])

@@ -203,3 +203,28 @@ def test_mish_matches_jax_mish_in_values_and_gradients_and_stays_finite_at_large
     grad = lambda f: jax.vmap(jax.grad(f))(finite)
     np.testing.assert_allclose(grad(mish), grad(jax.nn.mish), atol=1e-5)
     assert bool(jnp.all(jnp.isfinite(mish(finite)))) and bool(jnp.all(jnp.isfinite(grad(mish))))
+
+
+@pytest.mark.parametrize("encoding", ["gab", "relative_2d"])
+def test_bfloat16_compute_shares_the_float32_parameters_and_keeps_float32_outputs(encoding):
+    squares = jax.random.bernoulli(jax.random.PRNGKey(0), 0.1, (3, 64, 112)).astype(jnp.float32)
+    nets = {dt: Chessformer(ChessformerConfig(input_features=112, position_encoding=encoding, compute_dtype=dt, **TINY))
+            for dt in ("float32", "bfloat16")}
+    params = nets["float32"].init(jax.random.PRNGKey(1), squares)
+    bf16_params = nets["bfloat16"].init(jax.random.PRNGKey(1), squares)
+    assert jax.tree.map(lambda a: (a.shape, a.dtype), params) == jax.tree.map(lambda a: (a.shape, a.dtype), bf16_params)
+    full, half = (nets[dt].apply(params, squares) for dt in ("float32", "bfloat16"))
+    for a, b in zip(full[:3], half[:3]):  # policy logits, value, WDL
+        assert b.dtype == jnp.float32
+        legal = np.asarray(a) > ap.NEVER_LOGIT / 2  # the filler logit is -1e9 in both
+        np.testing.assert_allclose(np.asarray(b)[legal], np.asarray(a)[legal], atol=0.15)
+    matmuls = [e for e in jax.make_jaxpr(lambda s: nets["bfloat16"].apply(params, s))(squares).jaxpr.eqns
+               if e.primitive.name == "dot_general"]
+    assert len(matmuls) > 10 and all(e.outvars[0].aval.dtype == jnp.bfloat16 for e in matmuls)
+
+    def loss(p):
+        out = nets["bfloat16"].apply(p, squares)
+        return jnp.mean(out.value) + jnp.mean(jax.nn.log_softmax(out.policy_logits)[:, :10])
+
+    grads = jax.grad(loss)(params)
+    assert all(g.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
