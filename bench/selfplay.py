@@ -15,7 +15,9 @@ dense to 4672; value hidden width = filters); `ref_2x32_chess_head` and `chess_c
 The machine is shared, so the bench also times the pgx AlphaZero example's way under the same load
 (search: stock `mctx.gumbel_muzero_policy` over the full 4672-action axis, same network and env;
 learner: its Adam step on dense policy targets, same network) and reports our speed-ups over it
-beside the issue's absolute figures. Learner rates are the median of 3 rounds. Prints ONE JSON object.
+beside the issue's absolute figures. Learner rates are the median of 3 rounds. Prints ONE JSON object
+on stdout at the end; each phase's figures go to stderr as it finishes (one JSON line each), so a long
+bench that is killed (a 19x256 network at 800 simulations) still leaves what it measured.
 """
 from __future__ import annotations
 
@@ -93,6 +95,11 @@ def samples_per_second(step, state, batch_size: int, steps: int) -> float:
     return float(np.median(rates))
 
 
+def progress(config: str, **figures) -> None:
+    """One JSON line on stderr as a phase ends (stdout keeps the single final object)."""
+    print(json.dumps({"config": config, **figures}), file=sys.stderr, flush=True)
+
+
 def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
                  config: str = os.path.join(ROOT, "configs/chess_cpu.yaml")) -> dict:
     cfg = load(SelfPlayConfig, config, overrides)
@@ -115,6 +122,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
         states = step(states, out.action)
     jax.block_until_ready(states)
     warmup_s = time.perf_counter() - t_compile
+    progress(name, compile_and_warmup_s=round(warmup_s, 1))
 
     t0 = time.perf_counter()
     for i in range(plies):
@@ -125,6 +133,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
         states = step(states, out.action)
         jax.block_until_ready(states)
     ply_s = (time.perf_counter() - t0) / plies
+    progress(name, positions_per_s=round(B / ply_s, 2), ply_s=round(ply_s, 4))
 
     sims = cfg.search.num_simulations
     apply = jax.jit(evaluate)
@@ -140,7 +149,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     LB = cfg.learner.batch_size
     learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, LB, train_steps)
 
-    return {
+    result = {
         "games": B, "simulations": sims, "search_policy": cfg.search.policy,
         "network": f"resnet {cfg.network.resnet.num_blocks}x{cfg.network.resnet.filters}",
         "positions_per_s": round(B / ply_s, 2), "ply_s": round(ply_s, 4),
@@ -150,6 +159,8 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
         "learner_batch": LB, "learner_samples_per_s": round(learner_rate, 1),
         "compile_and_warmup_s": round(warmup_s, 1),
     }
+    progress(name, **result)
+    return result
 
 
 def bench_pgx_example_baseline(overrides: list[str], plies: int) -> dict:
@@ -194,6 +205,7 @@ def bench_pgx_example_baseline(overrides: list[str], plies: int) -> dict:
         jax.device_get(w)
     jax.block_until_ready(states)
     ply_s = (time.perf_counter() - t0) / plies
+    progress("pgx_example_way", positions_per_s=round(B / ply_s, 2), ply_s=round(ply_s, 4))
     return {"games": B, "simulations": cfg.search.num_simulations,
             "network": f"resnet {cfg.network.resnet.num_blocks}x{cfg.network.resnet.filters}",
             "positions_per_s": round(B / ply_s, 2), "ply_s": round(ply_s, 4)}
