@@ -70,15 +70,21 @@ def of(game: str) -> tuple[Transform, ...]:
 
 
 def augment(transforms: tuple[Transform, ...], key: jax.Array, observation: jax.Array,
-            legal_actions: jax.Array) -> tuple[jax.Array, jax.Array]:
+            legal_actions: jax.Array, *more_actions: jax.Array) -> tuple[jax.Array, ...]:
     """Each position under one uniformly drawn transform (jit-able).
 
-    observation [B, H, W, ...], legal_actions [B, W_slots] pgx ids with -1 pads -> the same shapes."""
+    observation [B, H, W, ...], legal_actions [B, W_slots] pgx ids with -1 pads -> the same shapes;
+    `more_actions` (each [B, W_slots], e.g. the next position's moves) are renamed by the same
+    position's transform and returned after them."""
     if len(transforms) == 1:
-        return observation, legal_actions
+        return (observation, legal_actions, *more_actions)
     choice = jax.random.randint(key, (observation.shape[0],), 0, len(transforms))
     branches = [lambda o, t=t: t.grid(o, jnp) for t in transforms]
     observation = jax.vmap(lambda i, o: jax.lax.switch(i, branches, o))(choice, observation)
     maps = jnp.asarray(np.stack([t.action_map for t in transforms]))  # [K, A]
-    renamed = maps[choice[:, None], jnp.maximum(legal_actions, 0)]
-    return observation, jnp.where(legal_actions >= 0, renamed, legal_actions)
+
+    def rename(actions):
+        renamed = maps[choice[:, None], jnp.maximum(actions, 0)]
+        return jnp.where(actions >= 0, renamed, actions)
+
+    return (observation, rename(legal_actions), *(rename(a) for a in more_actions))

@@ -22,6 +22,8 @@ class LearnerConfig:
     value_weight: float = 1.0  # weight of (target - v)^2
     q_ratio: float = 0.0  # value target = (1 - q_ratio) z + q_ratio q, q the search's root value (Lc0's q_ratio)
     wdl_weight: float = 1.0  # weight of the WDL cross entropy when the network has a WDL head
+    # weight of the opponent-reply cross entropy when the network has that head (KataGo: 0.15)
+    opponent_policy_weight: float = 0.15
     # each position under a random board symmetry of its game (games/symmetry.py: connect four's mirror,
     # tic-tac-toe's and Go's eight; chess has none), drawn afresh at every step
     augment: bool = False

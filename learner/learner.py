@@ -6,7 +6,8 @@
     state = learner.train_state()        # host copy of the TrainState, for checkpoints
 
 `learner.placement` in the config picks between the two (selfplay/learners.py). `replay` is a Ray
-handle whose `sample(batch_size, seed)` returns a batch (a TrainingBatch), `store` one whose
+handle whose `sample(batch_size, seed, opponent)` returns a batch (a TrainingBatch; `opponent`: with the
+opponent's reply, for a network with that head), `store` one whose
 `publish(version, variables)` takes the variables: the learner knows neither class. Each step takes
 the batch requested one step earlier (so sampling overlaps training) and every `publish_every`
 steps the variables go to the parameter store, where actors pick them up. With `learner.devices`
@@ -51,6 +52,7 @@ class Learner:
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.
         self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store
+        self._opponent = network_cfg.opponent_policy_head  # sample the opponent's reply as a target
         self._next_batch = None  # ObjectRef of the batch the next step trains on
 
     def train(self, num_steps: int) -> TrainResult:
@@ -59,12 +61,12 @@ class Learner:
         B = self._cfg.batch_size
         for _ in range(num_steps):
             if self._next_batch is None:
-                self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
+                self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step), self._opponent)
             batch = jax.device_put(ray.get(self._next_batch), self._split)
             with stops_deferred():  # the step donates the old state: a stop between it and the assignment loses both
                 self._state, metrics = self._train_step(self._state, batch)
                 self._step += 1
-            self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step))
+            self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step), self._opponent)
             if self._step % self._cfg.publish_every == 0:
                 self.publish()
         return TrainResult(step=self._step, metrics=TrainMetrics.of(jax.device_get(metrics)))

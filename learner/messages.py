@@ -16,6 +16,7 @@ class TrainMetrics:
     learning_rate: float  # the schedule's value at this step
     param_norm: float  # l2 norm of the parameters after the step
     wdl_loss: Optional[float] = None  # WDL cross entropy (networks with a WDL head)
+    opponent_policy_loss: Optional[float] = None  # the opponent-reply cross entropy (networks with that head)
 
     @classmethod
     def of(cls, metrics: Mapping[str, float]) -> "TrainMetrics":

@@ -6,6 +6,9 @@ Residual block: conv3x3-BN-ReLU-conv3x3-BN (+ optional squeeze-excitation) + ski
 Policy head, chess: conv3x3-BN-ReLU then a 1x1 conv to 73 planes, flattened in pgx's action
 order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other games (or
 `policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
+Opponent-reply head (`opponent_policy_head`, KataGo's auxiliary policy target): a second policy head of
+the same shape predicting the search policy of the next position, built only when training (the search
+never pays for it).
 Value head: 1x1 conv to `value_channels` planes (AlphaZero: 1), BN, ReLU, dense `value_hidden`, ReLU,
 dense 1, tanh.
 Mixed precision (`compute_dtype: bfloat16`): convolutions, dense layers and activations run in bf16
@@ -42,6 +45,10 @@ class ResNetConfig:
     # two-plane observation (mine, theirs) leaves the network to count; connect four's threat parity
     # (odd rows favour the first player) turns on it
     parity_plane: bool = False
+    # a second policy head trained on the opponent's reply (the next position's search policy; KataGo
+    # measured auxiliary policy targets at ~1.3x compute): a training signal about the opponent's plans
+    # that the shared trunk learns from; evaluated only when training (learner.opponent_policy_weight)
+    opponent_policy_head: bool = False
     # dtype of the convolutions, dense layers and activations; parameters, BatchNorm statistics and the
     # outputs stay float32. bfloat16 pays on accelerators (tensor cores), not on a CPU (10% slower on 2 cores)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
@@ -94,6 +101,32 @@ def chess_planes_to_pgx_actions(planes):
     return by_square.reshape(planes.shape[0], 64 * 73)
 
 
+def policy_head(x, bn, conv, dense, chess_conv: bool, filters: int, num_actions: int):
+    """Trunk x [B, H, W, C] -> [B, num_actions] logits: AlphaZero's 73-plane chess conv head, or
+    AlphaGo Zero's 1x1 conv to 2 planes + dense. `bn`, `conv`, `dense` build the layers in the caller."""
+    if chess_conv:
+        p = nn.relu(bn()(conv(filters, (3, 3), use_bias=False)(x)))
+        return chess_planes_to_pgx_actions(conv(73, (1, 1))(p))
+    p = nn.relu(bn()(conv(2, (1, 1), use_bias=False)(x)))
+    return dense(num_actions)(p.reshape(x.shape[0], -1))
+
+
+class OpponentPolicyHead(nn.Module):
+    """Trunk x [B, H, W, C] -> [B, num_actions] logits of the opponent's reply (a policy head of its own)."""
+
+    chess_conv: bool
+    filters: int
+    num_actions: int
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        bn = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)
+        conv = lambda planes, size, **kw: nn.Conv(planes, size, dtype=self.dtype, **kw)
+        dense = lambda width, **kw: nn.Dense(width, dtype=self.dtype, **kw)
+        return policy_head(x, bn, conv, dense, self.chess_conv, self.filters, self.num_actions).astype(jnp.float32)
+
+
 def append_parity_plane(x):
     """x [B, H, W, C] of 0 / 1 stone planes -> [B, H, W, C + 1], the last plane (sum of x) mod 2."""
     parity = jnp.mod(jnp.sum(x, axis=(1, 2, 3)), 2.0)
@@ -123,17 +156,15 @@ class ResNet(nn.Module):
 
         batch = x.shape[0]
         use_conv = cfg.policy_head == "conv" or (cfg.policy_head == "auto" and self.chess_policy)
-        if use_conv:
-            if not self.chess_policy:
-                raise ValueError("policy_head='conv' is the 73-plane chess head; use 'dense' for this game")
-            p = nn.relu(bn()(conv(cfg.filters, (3, 3), use_bias=False)(x)))
-            policy = chess_planes_to_pgx_actions(conv(73, (1, 1))(p))
-        else:
-            p = nn.relu(bn()(conv(2, (1, 1), use_bias=False)(x)))
-            policy = dense(self.num_actions)(p.reshape(batch, -1))
+        if use_conv and not self.chess_policy:
+            raise ValueError("policy_head='conv' is the 73-plane chess head; use 'dense' for this game")
+        policy = policy_head(x, bn, conv, dense, use_conv, cfg.filters, self.num_actions)
 
         v = nn.relu(bn()(conv(cfg.value_channels, (1, 1), use_bias=False)(x))).reshape(batch, -1)
         v = nn.relu(dense(cfg.value_hidden)(v))
         value = jnp.tanh(dense(1)(v).astype(jnp.float32))[:, 0]
         wdl = dense(3, name="wdl")(v).astype(jnp.float32) if cfg.wdl_head else None
-        return NetworkOutput(policy.astype(jnp.float32), value, wdl)
+        opponent = None
+        if cfg.opponent_policy_head and (train or self.is_initializing()):
+            opponent = OpponentPolicyHead(use_conv, cfg.filters, self.num_actions, dt, name="opponent_policy")(x, train)
+        return NetworkOutput(policy.astype(jnp.float32), value, wdl, opponent)

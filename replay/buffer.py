@@ -134,12 +134,14 @@ class ReplayBuffer:
         """Positions in the window."""
         return self._window_positions
 
-    def sample(self, batch_size: int, seed: int) -> TrainingBatch:
+    def sample(self, batch_size: int, seed: int, opponent: bool = False) -> TrainingBatch:
         """Uniform positions of the window as padded arrays (W = max_legal_actions):
 
         observation [B, *obs_shape], legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
         z [B] float32 outcome for the side to move, q [B] float32 the search's root value there,
         policy_weight [B] float32 1 where pi came from a full search (0: a fast ply's, not trained).
+        `opponent`: also the next position's legal moves and full-search policy, the opponent's reply
+        (opponent_legal_actions [B, W], opponent_policy [B, W]; -1 pads / zeros where there is none).
         """
         if self._window_positions == 0:
             raise ValueError("the replay buffer is empty")
@@ -154,6 +156,8 @@ class ReplayBuffer:
         z = np.zeros(batch_size, np.float32)
         q = np.zeros(batch_size, np.float32)
         weight = np.zeros(batch_size, np.float32)
+        next_legal = np.full((batch_size, W), -1, np.int32) if opponent else None
+        next_policy = np.zeros((batch_size, W), np.float32) if opponent else None
         obs = []
         games = self._games
         for b, (gi, pos) in enumerate(zip(game_idx, flat)):
@@ -166,8 +170,12 @@ class ReplayBuffer:
             q[b] = g.root_value[t]
             weight[b] = g.full_search[t]
             obs.append(g.observation(t))
+            if opponent and t + 1 < g.plies and g.full_search[t + 1]:
+                lo, hi = int(g.offsets()[t + 1]), int(g.offsets()[t + 2])
+                next_legal[b, : hi - lo] = g.legal_actions[lo:hi]
+                next_policy[b, : hi - lo] = g.policy[lo:hi]
         return TrainingBatch(observation=np.stack(obs), legal_actions=legal, policy=policy, z=z, q=q,
-                             policy_weight=weight)
+                             policy_weight=weight, opponent_legal_actions=next_legal, opponent_policy=next_policy)
 
     def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""

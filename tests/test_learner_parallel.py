@@ -35,7 +35,7 @@ CHECK = textwrap.dedent("""
 
     @ray.remote
     class Replay:  # samples a fixed set of positions by seed, as replay/ does its window
-        def sample(self, batch_size, seed):
+        def sample(self, batch_size, seed, opponent=False):
             idx = np.random.default_rng(seed).integers(0, n, batch_size)
             return TrainingBatch(*(None if x is None else x[idx] for x in data))
 

@@ -67,3 +67,18 @@ def test_augment_draws_a_transform_per_position_and_keeps_pads():
     assert np.all(mirrored ^ kept) and 10 < mirrored.sum() < 54  # each position one of the two, both drawn
     np.testing.assert_array_equal(np.asarray(out_legal)[mirrored], np.tile([6, 5, 0, -1], (mirrored.sum(), 1)))
     np.testing.assert_array_equal(np.asarray(out_legal)[kept], np.tile([0, 1, 6, -1], (kept.sum(), 1)))
+
+
+def test_augment_renames_further_action_arrays_by_each_positions_own_transform():
+    transforms = symmetry.of("connect_four")
+    obs = jnp.asarray(np.arange(64 * 6 * 7 * 2, dtype=np.float32).reshape(64, 6, 7, 2))
+    legal = jnp.tile(jnp.array([0, 1, 6, -1]), (64, 1))
+    replies = jnp.tile(jnp.array([2, -1, -1, -1]), (64, 1))  # the next position's moves
+    out_obs, out_legal, out_replies = symmetry.augment(transforms, jax.random.PRNGKey(3), obs, legal, replies)
+    same_obs, same_legal = symmetry.augment(transforms, jax.random.PRNGKey(3), obs, legal)
+    np.testing.assert_array_equal(out_obs, same_obs)  # the extra array does not change the draw
+    np.testing.assert_array_equal(out_legal, same_legal)
+    mirrored = np.asarray(out_legal)[:, 0] == 6
+    assert 10 < mirrored.sum() < 54
+    np.testing.assert_array_equal(np.asarray(out_replies)[:, 0], np.where(mirrored, 4, 2))
+    assert np.all(np.asarray(out_replies)[:, 1:] == -1)
