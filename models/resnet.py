@@ -46,7 +46,7 @@ class ResNetConfig:
     # (odd rows favour the first player) turns on it
     parity_plane: bool = False
     # a second policy head trained on the opponent's reply (the next position's search policy; KataGo
-    # measured auxiliary policy targets at ~1.3x compute): a training signal about the opponent's plans
+    # credits its auxiliary targets with up to 1.65x compute): a training signal about the opponent's plans
     # that the shared trunk learns from; evaluated only when training (learner.opponent_policy_weight)
     opponent_policy_head: bool = False
     # dtype of the convolutions, dense layers and activations; parameters, BatchNorm statistics and the
