@@ -73,6 +73,25 @@ class SqueezeExcitation(nn.Module):
         return x * nn.sigmoid(gate)[:, None, None, :] + bias[:, None, None, :]
 
 
+@dataclasses.dataclass(frozen=True)
+class Layers:
+    """Builds one network's layers with its compute dtype and train / inference BatchNorm mode, so
+    every module of the ResNet makes its BatchNorm, Conv and Dense the same way. Called inside a
+    flax compact method, each builder makes a submodule of that method's module."""
+
+    train: bool
+    dtype: jnp.dtype
+
+    def bn(self):
+        return nn.BatchNorm(use_running_average=not self.train, momentum=0.9, dtype=self.dtype)
+
+    def conv(self, planes: int, size: tuple[int, int], **kw):
+        return nn.Conv(planes, size, dtype=self.dtype, **kw)
+
+    def dense(self, width: int, **kw):
+        return nn.Dense(width, dtype=self.dtype, **kw)
+
+
 class ResidualBlock(nn.Module):
     filters: int
     squeeze_excitation: bool
@@ -81,10 +100,9 @@ class ResidualBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x, train: bool):
-        bn = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)
-        conv = lambda: nn.Conv(self.filters, (3, 3), use_bias=False, dtype=self.dtype)
-        y = nn.relu(bn()(conv()(x)))
-        y = bn()(conv()(y))
+        make = Layers(train, self.dtype)
+        y = nn.relu(make.bn()(make.conv(self.filters, (3, 3), use_bias=False)(x)))
+        y = make.bn()(make.conv(self.filters, (3, 3), use_bias=False)(y))
         if self.squeeze_excitation:
             y = SqueezeExcitation(self.se_ratio, self.dtype)(y)
         return nn.relu(x + y)
@@ -101,14 +119,14 @@ def chess_planes_to_pgx_actions(planes):
     return by_square.reshape(planes.shape[0], 64 * 73)
 
 
-def policy_head(x, bn, conv, dense, chess_conv: bool, filters: int, num_actions: int):
+def policy_head(x, make: Layers, chess_conv: bool, filters: int, num_actions: int):
     """Trunk x [B, H, W, C] -> [B, num_actions] logits: AlphaZero's 73-plane chess conv head, or
-    AlphaGo Zero's 1x1 conv to 2 planes + dense. `bn`, `conv`, `dense` build the layers in the caller."""
+    AlphaGo Zero's 1x1 conv to 2 planes + dense; `make` builds the layers in the caller's module."""
     if chess_conv:
-        p = nn.relu(bn()(conv(filters, (3, 3), use_bias=False)(x)))
-        return chess_planes_to_pgx_actions(conv(73, (1, 1))(p))
-    p = nn.relu(bn()(conv(2, (1, 1), use_bias=False)(x)))
-    return dense(num_actions)(p.reshape(x.shape[0], -1))
+        p = nn.relu(make.bn()(make.conv(filters, (3, 3), use_bias=False)(x)))
+        return chess_planes_to_pgx_actions(make.conv(73, (1, 1))(p))
+    p = nn.relu(make.bn()(make.conv(2, (1, 1), use_bias=False)(x)))
+    return make.dense(num_actions)(p.reshape(x.shape[0], -1))
 
 
 class OpponentPolicyHead(nn.Module):
@@ -121,10 +139,8 @@ class OpponentPolicyHead(nn.Module):
 
     @nn.compact
     def __call__(self, x, train: bool):
-        bn = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)
-        conv = lambda planes, size, **kw: nn.Conv(planes, size, dtype=self.dtype, **kw)
-        dense = lambda width, **kw: nn.Dense(width, dtype=self.dtype, **kw)
-        return policy_head(x, bn, conv, dense, self.chess_conv, self.filters, self.num_actions).astype(jnp.float32)
+        make = Layers(train, self.dtype)
+        return policy_head(x, make, self.chess_conv, self.filters, self.num_actions).astype(jnp.float32)
 
 
 def append_parity_plane(x):
@@ -144,13 +160,11 @@ class ResNet(nn.Module):
     def __call__(self, obs, train: bool = False) -> NetworkOutput:
         cfg = self.config
         dt = jnp.dtype(cfg.compute_dtype)
-        bn = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dt)
-        conv = lambda planes, size, **kw: nn.Conv(planes, size, dtype=dt, **kw)
-        dense = lambda width, **kw: nn.Dense(width, dtype=dt, **kw)
+        make = Layers(train, dt)
         x = obs.astype(jnp.float32)
         if cfg.parity_plane:
             x = append_parity_plane(x)
-        x = nn.relu(bn()(conv(cfg.filters, (3, 3), use_bias=False)(x.astype(dt))))
+        x = nn.relu(make.bn()(make.conv(cfg.filters, (3, 3), use_bias=False)(x.astype(dt))))
         for _ in range(cfg.num_blocks):
             x = ResidualBlock(cfg.filters, cfg.squeeze_excitation, cfg.se_ratio, dt)(x, train)
 
@@ -158,12 +172,12 @@ class ResNet(nn.Module):
         use_conv = cfg.policy_head == "conv" or (cfg.policy_head == "auto" and self.chess_policy)
         if use_conv and not self.chess_policy:
             raise ValueError("policy_head='conv' is the 73-plane chess head; use 'dense' for this game")
-        policy = policy_head(x, bn, conv, dense, use_conv, cfg.filters, self.num_actions)
+        policy = policy_head(x, make, use_conv, cfg.filters, self.num_actions)
 
-        v = nn.relu(bn()(conv(cfg.value_channels, (1, 1), use_bias=False)(x))).reshape(batch, -1)
-        v = nn.relu(dense(cfg.value_hidden)(v))
-        value = jnp.tanh(dense(1)(v).astype(jnp.float32))[:, 0]
-        wdl = dense(3, name="wdl")(v).astype(jnp.float32) if cfg.wdl_head else None
+        v = nn.relu(make.bn()(make.conv(cfg.value_channels, (1, 1), use_bias=False)(x))).reshape(batch, -1)
+        v = nn.relu(make.dense(cfg.value_hidden)(v))
+        value = jnp.tanh(make.dense(1)(v).astype(jnp.float32))[:, 0]
+        wdl = make.dense(3, name="wdl")(v).astype(jnp.float32) if cfg.wdl_head else None
         opponent = None
         if cfg.opponent_policy_head and (train or self.is_initializing()):
             opponent = OpponentPolicyHead(use_conv, cfg.filters, self.num_actions, dt, name="opponent_policy")(x, train)
