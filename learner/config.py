@@ -48,6 +48,10 @@ class LearnerConfig:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
+        for name in ("value_weight", "wdl_weight", "opponent_policy_weight", "l2"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
+                                 f"its target), got {getattr(self, name):g}; 0 turns the term off")
         if not 0.0 <= self.q_ratio <= 1.0:
             raise ValueError("learner.q_ratio must be in [0, 1]")
         if self.num_gpus < 0 or self.num_cpus < 0:

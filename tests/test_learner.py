@@ -127,6 +127,13 @@ def test_q_ratio_mixes_the_root_value_into_the_value_target():
         LearnerConfig(q_ratio=1.5)
 
 
+@pytest.mark.parametrize("name", ["value_weight", "wdl_weight", "opponent_policy_weight", "l2"])
+def test_negative_loss_weights_are_refused(name):
+    with pytest.raises(ValueError, match=f"learner.{name} must be >= 0"):
+        LearnerConfig(**{name: -0.5})
+    assert getattr(LearnerConfig(**{name: 0.0}), name) == 0.0  # 0 turns a term off
+
+
 @pytest.mark.parametrize("optimizer, lr", [("sgd", 0.05), ("adam", 3e-3)])
 def test_loss_decreases_on_a_fixed_batch(optimizer, lr):
     game, net, batch = ttt_setup()
