@@ -129,6 +129,21 @@ def test_config_mismatch_on_resume_is_one_line_exit_2(tmp_path):
     assert "another name" in lines[0]
 
 
+def test_resume_that_toggles_the_reply_head_names_it(tmp_path):
+    """The opponent-reply head changes the checkpoint's parameter tree: a resume that turns it on (or
+    off) is refused by name before any checkpoint is read."""
+    import yaml
+
+    from configs.loader import to_dict
+    from selfplay.run import RunError, _check_resumable
+    saved = load(SelfPlayConfig, None, ["game=connect_four"])
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(to_dict(saved), sort_keys=False))
+    _check_resumable(tmp_path, saved)  # the same config resumes
+    toggled = load(SelfPlayConfig, None, ["game=connect_four", "network.resnet.opponent_policy_head=true"])
+    with pytest.raises(RunError, match="network.resnet.opponent_policy_head is False in the run, True now"):
+        _check_resumable(tmp_path, toggled)
+
+
 def test_unwritable_runs_dir_is_one_line_exit_2(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     r = subprocess.run(_selfplay(tmp_path / "file", "x"), cwd=ROOT, env=ENV, capture_output=True, text=True,
