@@ -122,14 +122,40 @@ def load_book(path: str | Path, limit: int | None = None) -> list[Opening]:
 
 def pick(book, count: int, order: str = "random", seed: int = 0, start: int = 0) -> list[Opening]:
     """`count` openings of a Book (or list): "sequential" from index `start` (wrapping), or
-    "random" (seeded; no repeats until the book is used up)."""
+    "random" (seeded; no repeats until the book is used up). Lines whose book moves already end the
+    game (lichess's ECO "Fool's Mate" rows, a stalemate) are passed over: a game from them is decided
+    before either agent moves, half a point each over both colours whatever their strength."""
     if order not in ("random", "sequential"):
         raise ValueError(f"opening order '{order}': expected random or sequential")
+    finished: set[int] = set()
+
+    def playable(index: int) -> bool:
+        if index in finished:
+            return False
+        if opening_is_over(book[index]):
+            finished.add(index)
+            if len(finished) == len(book):
+                raise ValueError(f"opening book {getattr(book, 'path', '')}: every line ends the game "
+                                 "(mate or stalemate) before either side moves; use another book")
+            return False
+        return True
+
     if order == "sequential":
-        return [book[(start + i) % len(book)] for i in range(count)]
+        chosen, i = [], start
+        while len(chosen) < count:
+            index = i % len(book)
+            if playable(index):
+                chosen.append(book[index])
+            i += 1
+        return chosen
     rng = random.Random(seed)
     chosen = []
     while len(chosen) < count:
         indices = rng.sample(range(len(book)), min(len(book), count - len(chosen)))
-        chosen.extend(book[i] for i in indices)
+        chosen.extend(book[i] for i in indices if playable(i))
     return chosen
+
+
+def opening_is_over(opening: Opening) -> bool:
+    """The book moves end the game (checkmate, stalemate, insufficient material)."""
+    return opening.board().is_game_over(claim_draw=False)

@@ -68,6 +68,25 @@ def test_pick_orders(tmp_path):
         pick(b, 1, "shuffled")
 
 
+def test_pick_passes_over_lines_that_end_the_game(tmp_path):
+    """lichess's a.tsv holds Fool's Mate (1. f3 e5 2. g4 Qh4#): no match game may start mated."""
+    fools_mate = "A00\tBarnes Opening: Fool's Mate\t1. f3 e5 2. g4 Qh4#"
+    rows = ["eco\tname\tpgn", "A00\tAmar Opening\t1. Nh3", fools_mate, "B00\tKing's Pawn\t1. e4"]
+    (tmp_path / "b.tsv").write_text("\n".join(rows) + "\n")
+    book = Book(tmp_path / "b.tsv")
+    assert book[1].board().is_checkmate()  # the line itself parses
+    for order in ("sequential", "random"):
+        picked = pick(book, 6, order, seed=3)
+        assert len(picked) == 6 and not any(o.board().is_game_over() for o in picked)
+        assert {o.moves for o in picked} == {("g1h3",), ("e2e4",)}
+    assert [o.moves for o in pick(book, 3, "sequential", start=1)] == [("e2e4",), ("g1h3",), ("e2e4",)]
+    real = Book(data_file("openings", "lichess_chess_openings", "a.tsv"))
+    assert not any(o.board().is_game_over() for o in pick(real, len(real), "sequential"))
+    (tmp_path / "mated.tsv").write_text("\n".join([rows[0], fools_mate]) + "\n")
+    with pytest.raises(ValueError, match="every line ends the game"):
+        pick(Book(tmp_path / "mated.tsv"), 2)
+
+
 def _boards(n):
     board, out = chess.Board(), []
     for move in ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5")[:n]:
