@@ -13,7 +13,7 @@ Runs: the annotation runs of the preset's out_dir (`annotate_runs.jsonl`), every
 `distill.py evaluate`: action accuracy, Kendall's tau, puzzle accuracy) under `--runs`.
 Training runs as `distill.py train` does, each batch split over the cores (`train.devices`;
 `--set train.devices=1` for one device). Training also reports the flops of one step (XLA's cost
-analysis), the achieved GFLOP/s, and that as a share of the machine's float32 matmul rate (`matmul_gflops_per_s`, a 2048^3 jitted matmul).
+analysis of the step as lowered: the same count on every device), the achieved GFLOP/s, and that as a share of the machine's float32 matmul rate (`matmul_gflops_per_s`, a 2048^3 jitted matmul).
 Prints ONE JSON object.
 """
 from __future__ import annotations
@@ -80,8 +80,10 @@ def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:
     return 2 * n**3 * repeats / (time.perf_counter() - start) / 1e9
 
 
-def step_gflop(cfg, target: str) -> float:
-    """Flops of one training step of the preset's student (XLA's cost analysis of the compiled step)."""
+def step_gflop(cfg, target: str, compiled: bool = False) -> float:
+    """Flops of one training step of the preset's student: XLA's cost analysis of the step as lowered,
+    before the backend's passes, so the same count on every device (the compiled module's analysis,
+    `compiled=True`, leaves out the matmuls a GPU backend hands to its libraries)."""
     import numpy as np
 
     from distill import dataset, student
@@ -99,7 +101,8 @@ def step_gflop(cfg, target: str) -> float:
                                  net_cfg.family, cfg.data.sampler, cfg.data.bc_soft)
     batch = _jnp(batch)
     step = make_step(module, net_cfg, target, cfg.train.loss, tx, cfg.train.ema_decay, cfg.train.best_move_weight)
-    cost = step.lower(state, batch).compile().cost_analysis()
+    lowered = step.lower(state, batch)
+    cost = lowered.compile().cost_analysis() if compiled else lowered.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     return float(cost["flops"]) / 1e9
 
