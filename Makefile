@@ -34,8 +34,9 @@ RUN ?= chess_cpu-$(shell date +%Y%m%d-%H%M%S)
 selfplay: $(STAMP)
 	$(PY) selfplay.py --config configs/chess_cpu.yaml --set name=$(RUN) $(ARGS)
 
+# --durations: the 15 slowest tests close the log, so a suite creeping toward CI's 15 minutes shows where.
 test: $(STAMP) stockfish lint
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q --durations=15 $(ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
