@@ -30,6 +30,15 @@ class Adjudication:
     draw_moves: int = 8  # ... for this many consecutive moves of each side
     draw_move_number: int = 40  # ... but not before this full-move number
 
+    def __post_init__(self):
+        for name in ("max_plies", "resign_moves", "draw_moves"):
+            if getattr(self, name) < 1:  # max_plies 0 would draw every game before a move is made
+                raise ValueError(f"rules.{name} must be >= 1, got {getattr(self, name)}")
+        if self.resign_cp is not None and self.resign_cp <= 0:
+            raise ValueError(f"rules.resign_cp must be > 0 centipawns behind (or unset), got {self.resign_cp}")
+        if self.draw_cp is not None and self.draw_cp < 0:
+            raise ValueError(f"rules.draw_cp must be >= 0 (or unset), got {self.draw_cp}")
+
 
 @dataclasses.dataclass(frozen=True)
 class PlayedGame:

@@ -79,6 +79,12 @@ class SearchConfig:
             raise ValueError(f"search temperature must be > 0, got {self.temperature}")
         if self.temperature_plies < 0:
             raise ValueError(f"search temperature_plies must be >= 0, got {self.temperature_plies}")
+        for name in ("value_scale", "pb_c_base"):
+            if getattr(self, name) <= 0:  # a negative sigma or c_init would prefer the worst moves
+                raise ValueError(f"search {name} must be > 0, got {getattr(self, name)}")
+        for name in ("pb_c_init", "maxvisit_init", "gumbel_scale", "fpu_reduction"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"search {name} must be >= 0, got {getattr(self, name)}")
         if self.max_num_considered_actions < 1:
             raise ValueError("search max_num_considered_actions must be >= 1, "
                              f"got {self.max_num_considered_actions}")

@@ -220,3 +220,10 @@ def test_match_config_from_yaml_flags_and_set(tmp_path, capsys):
         assert match.main(["random", "random", "--no-progress", *args]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("field, value", [("max_plies", 0), ("resign_moves", 0), ("draw_moves", -1),
+                                          ("resign_cp", -100), ("draw_cp", -5)])
+def test_adjudication_rejects_nonsense_by_name(field, value):
+    with pytest.raises(ValueError, match=f"rules.{field} must be"):
+        Adjudication(**{field: value})

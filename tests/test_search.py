@@ -189,9 +189,12 @@ def test_puct_matches_python_reference_node_for_node(q_transform):
 
 def test_config_rejects_bad_values_with_the_field_name():
     for field, value in [("policy", "alphabeta"), ("q_transform", "x"), ("num_simulations", 0),
-                         ("dirichlet_fraction", 1.5), ("temperature", 0.0), ("dirichlet_alpha", -1.0)]:
+                         ("dirichlet_fraction", 1.5), ("temperature", 0.0), ("dirichlet_alpha", -1.0),
+                         ("value_scale", -1.0), ("value_scale", 0.0), ("pb_c_base", 0.0), ("pb_c_init", -1.0),
+                         ("maxvisit_init", -1.0), ("gumbel_scale", -0.5), ("fpu_reduction", -0.1)]:
         with pytest.raises(ValueError, match=field):
             SearchConfig(**{field: value})
+    assert SearchConfig(gumbel_scale=0.0, pb_c_init=0.0).gumbel_scale == 0.0  # deterministic play, pure prior
 
 
 def test_slot_tables_gather_and_scatter_round_trip():
