@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from configs.loader import check_at_least
+
 
 @dataclasses.dataclass(frozen=True)
 class ActorConfig:
@@ -47,5 +49,9 @@ class ActorConfig:
             raise ValueError(f"fast_simulations must be >= 1, got {self.fast_simulations}")
         if self.random_opening_plies < 0:
             raise ValueError(f"random_opening_plies must be >= 0, got {self.random_opening_plies}")
+        check_at_least(self, 0, "resign_min_plies", "resign_after_version", prefix="actors.")
+        if not -1.0 <= self.resign_threshold <= 1.0:  # a value; below -1 never resigns, so say so instead
+            raise ValueError(f"actors.resign_threshold must be in [-1, 1] (a root value; -1 never resigns), "
+                             f"got {self.resign_threshold:g}")
         if self.max_restarts < -1:
             raise ValueError("max_restarts must be >= 0, or -1 for no limit")

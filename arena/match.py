@@ -30,7 +30,7 @@ from arena.play import Adjudication, PlayedGame, play_game
 from arena.ratings import GameResult, fit_ratings
 from arena.spec import check_agent, make_agent
 from arena.sprt import SprtConfig, sprt_pentanomial
-from configs.loader import check_choices
+from configs.loader import check_at_least, check_choices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +59,7 @@ class MatchConfig:
             raise ValueError("a match needs at least two players")
         if self.sprt is not None and len(self.players) != 2:
             raise ValueError("SPRT needs exactly two players")
+        check_at_least(self, 0, "book_start", "seed")
         for name in ("games", "workers", "nodes", "movetime_ms"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -31,7 +31,7 @@ class Adjudication:
     draw_move_number: int = 40  # ... but not before this full-move number
 
     def __post_init__(self):
-        for name in ("max_plies", "resign_moves", "draw_moves"):
+        for name in ("max_plies", "resign_moves", "draw_moves", "draw_move_number"):
             if getattr(self, name) < 1:  # max_plies 0 would draw every game before a move is made
                 raise ValueError(f"rules.{name} must be >= 1, got {getattr(self, name)}")
         if self.resign_cp is not None and self.resign_cp <= 0:

@@ -112,6 +112,22 @@ def check_choices(cfg: Any) -> None:
             raise ValueError(f"{name}: {value!r} is not one of {[a for a in allowed if a is not None]}")
 
 
+def check_at_least(cfg: Any, minimum: float, *names: str, prefix: str = "") -> None:
+    """Raises ValueError naming the first field of `names` (None skipped) below `minimum`."""
+    for name in names:
+        value = getattr(cfg, name)
+        if value is not None and value < minimum:
+            raise ValueError(f"{prefix}{name} must be >= {minimum:g}, got {value:g}")
+
+
+def check_unit_interval(cfg: Any, *names: str, prefix: str = "") -> None:
+    """Raises ValueError naming the first field of `names` outside [0, 1) (decays, momenta, shares)."""
+    for name in names:
+        value = getattr(cfg, name)
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"{prefix}{name} must be in [0, 1), got {value:g}")
+
+
 def from_dict(cls: type, data: Mapping[str, Any] | None, prefix: str = "") -> Any:
     """Builds dataclass `cls` from a (nested) mapping; missing fields keep their defaults."""
     data = dict(data or {})

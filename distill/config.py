@@ -7,7 +7,7 @@ import dataclasses
 import os
 from typing import Literal
 
-from configs.loader import check_choices
+from configs.loader import check_at_least, check_choices, check_unit_interval
 
 # av: (board, move) -> value bins, one pair per example (the paper); av_all: board -> every legal
 # move's win probability from one pass; sv: board -> value bins; bc: board -> the move to play
@@ -35,6 +35,10 @@ class AnnotateConfig:
 
     def __post_init__(self):
         check_choices(self)
+        check_at_least(self, 0, "seed", "nodes_per_move", "time_per_move", prefix="annotate.")
+        check_at_least(self, 1, "shard_size", prefix="annotate.")
+        if self.nodes_per_move == 0 and self.time_per_move <= 0:
+            raise ValueError("annotate: nodes_per_move 0 needs time_per_move > 0 (seconds per legal move)")
         if self.workers < 0 or self.max_boards < 0:
             raise ValueError("annotate.workers >= 0 (0: one per core) and annotate.max_boards >= 0 required")
 
@@ -58,6 +62,7 @@ class DataConfig:
 
     def __post_init__(self):
         check_choices(self)
+        check_unit_interval(self, "test_fraction", prefix="data.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +80,8 @@ class StudentConfig:
 
     def __post_init__(self):
         check_choices(self)
+        check_at_least(self, 1, "num_bins", "embedding_dim", "num_layers", "num_heads", "widening_factor",
+                       prefix="student.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +108,11 @@ class TrainConfig:
         check_choices(self)
         if self.devices < 0:
             raise ValueError(f"train.devices must be >= 0 (0: every device), got {self.devices}")
+        check_at_least(self, 1, "batch_size", "checkpoint_every", "log_every", prefix="train.")
+        check_at_least(self, 0, "max_steps", "max_seconds", "grad_clip", "seed", prefix="train.")
+        check_unit_interval(self, "ema_decay", prefix="train.")
+        if self.learning_rate <= 0:
+            raise ValueError(f"train.learning_rate must be > 0, got {self.learning_rate:g}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +124,9 @@ class EvaluateConfig:
     max_puzzles: int = 1000  # puzzles evaluated (first N of the file)
     out: str = ""  # JSON path ("" -> <net or train.out_dir>/eval_<player>.json); every report is also appended to the .jsonl beside it
     seed: int = 0
+
+    def __post_init__(self):
+        check_at_least(self, 0, "max_boards", "max_puzzles", "seed", prefix="evaluate.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +152,11 @@ class WarmStartConfig:
     def __post_init__(self):
         if self.devices < 0:
             raise ValueError(f"warm_start.devices must be >= 0 (0: every device), got {self.devices}")
+        check_at_least(self, 1, "batch_size", "log_every", prefix="warm_start.")
+        check_at_least(self, 0, "max_steps", "max_seconds", "policy_temperature", "max_boards", "seed",
+                       prefix="warm_start.")
+        if self.learning_rate <= 0:
+            raise ValueError(f"warm_start.learning_rate must be > 0, got {self.learning_rate:g}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal, get_args
 
+from configs.loader import check_at_least, check_unit_interval
+
 Optimizer = Literal["sgd", "adam"]
 
 
@@ -52,6 +54,9 @@ class LearnerConfig:
             if getattr(self, name) < 0:
                 raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
                                  f"its target), got {getattr(self, name):g}; 0 turns the term off")
+        check_at_least(self, 1, "keep_checkpoints", prefix="learner.")
+        check_at_least(self, 0, "max_steps", prefix="learner.")  # 0: no limit
+        check_unit_interval(self, "momentum", prefix="learner.")
         if not 0.0 <= self.q_ratio <= 1.0:
             raise ValueError("learner.q_ratio must be in [0, 1]")
         if self.num_gpus < 0 or self.num_cpus < 0:

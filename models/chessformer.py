@@ -25,6 +25,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from configs.loader import check_at_least
 from models import attention_policy as ap
 from models.activations import mish
 from models.attention import MultiHeadAttention
@@ -59,6 +60,9 @@ class ChessformerConfig:
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
+        check_at_least(self, 1, "num_layers", "embedding_dim", "head_dim", "mlp_dim", "input_features", "gab_d1",
+                       "gab_d2", "gab_d3", "value_hidden", prefix="chessformer.")
+        check_at_least(self, 0, "policy_dim", prefix="chessformer.")  # 0: embedding_dim
         if self.embedding_dim % self.head_dim:
             raise ValueError(f"embedding_dim {self.embedding_dim} is not a multiple of head_dim {self.head_dim}")
 

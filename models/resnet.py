@@ -23,6 +23,7 @@ from typing import Literal
 import flax.linen as nn
 import jax.numpy as jnp
 
+from configs.loader import check_at_least
 from models.output import NetworkOutput
 
 
@@ -54,6 +55,8 @@ class ResNetConfig:
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
+        check_at_least(self, 0, "num_blocks", prefix="network.resnet.")
+        check_at_least(self, 1, "filters", "se_ratio", "value_hidden", prefix="network.resnet.")
         if self.value_channels < 1:
             raise ValueError(f"network.resnet.value_channels must be >= 1 (got {self.value_channels}); 1 is AlphaZero's head")
 

@@ -24,6 +24,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from configs.loader import check_at_least
 from models.attention import MultiHeadAttention
 
 # action_value: (FEN, move) -> bins (the paper); all_action_values: FEN -> one win-probability logit
@@ -52,6 +53,10 @@ class SearchlessConfig:
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
+        check_at_least(self, 1, "num_layers", "num_heads", "embedding_dim", "widening_factor", "num_return_buckets",
+                       "vocab_size", "max_sequence_length", prefix="searchless.")
+        if self.emb_init_scale <= 0:
+            raise ValueError(f"searchless.emb_init_scale must be > 0, got {self.emb_init_scale:g}")
         if self.embedding_dim % self.num_heads:
             raise ValueError(f"embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}")
 

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Optional
 
 from actors.config import ActorConfig
+from configs.loader import check_at_least
 from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
@@ -39,6 +40,7 @@ class EvaluationConfig:
     num_gpus: float = 0.0
 
     def __post_init__(self):
+        check_at_least(self, 0, "random_plies", "num_cpus", "num_gpus", prefix="evaluation.")
         if self.every_steps < 1 or self.every_minutes < 0:
             raise ValueError("evaluation.every_steps >= 1 and evaluation.every_minutes >= 0 required")
         if self.openings < 1 or self.max_plies < 0 or self.previous_networks < 0 or self.mate_puzzles < 0:
@@ -83,6 +85,10 @@ class SelfPlayConfig:
     def __post_init__(self):
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name must be a plain directory name, got {self.name!r}")
+        check_at_least(self, 0, "seed")
+        check_at_least(self, 1, "sample_game_every")
+        if self.log_every_seconds <= 0:
+            raise ValueError(f"log_every_seconds must be > 0, got {self.log_every_seconds:g}")
         if self.max_minutes < 0 or self.ray_num_cpus < 1 or self.ray_object_store_mb < 64:
             raise ValueError("max_minutes >= 0, ray_num_cpus >= 1 and ray_object_store_mb >= 64 required")
         if self.learner.augment and len(symmetry.of(self.game)) < 2:

@@ -70,3 +70,32 @@ def test_missing_and_broken_files(tmp_path):
 def test_parse_overrides_yaml_scalars():
     assert parse_overrides(["a.b=1", "a.c=[1, 2]", "d=true", "e=hello"]) == {
         "a": {"b": 1, "c": [1, 2]}, "d": True, "e": "hello"}
+
+
+def _numeric_keys(tree: dict, prefix: str = ""):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _numeric_keys(value, f"{prefix}{key}.")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield f"{prefix}{key}"
+
+
+# Where -1 means something: a root value that never resigns, Ray's "restart for ever".
+MINUS_ONE_MEANS_SOMETHING = {"actors.resign_threshold", "actors.max_restarts"}
+
+
+@pytest.mark.parametrize("cli", ["selfplay", "distill", "match"])
+def test_every_numeric_setting_refuses_minus_one_by_name(cli):
+    """Each CLI's config: a negative count, size, rate or weight is one error naming its key, never a
+    run that trains away from its target or stops before it starts."""
+    from arena.match import MatchConfig
+    from distill.config import DistillConfig
+    from selfplay.config import SelfPlayConfig
+    cls, preset, base = {"selfplay": (SelfPlayConfig, "configs/connect_four.yaml", []),
+                         "distill": (DistillConfig, "configs/distill_cpu.yaml", []),
+                         "match": (MatchConfig, None, ["players=[random,random]"])}[cli]
+    keys = [k for k in _numeric_keys(to_dict(load(cls, preset, base))) if k not in MINUS_ONE_MEANS_SOMETHING]
+    assert len(keys) >= 8  # the walk found the settings
+    for key in keys:
+        with pytest.raises(ConfigError, match=key.rsplit(".", 1)[-1]):
+            load(cls, preset, base + [f"{key}=-1"])
