@@ -100,6 +100,12 @@ class SelfPlayActor:
         self.states = jax.jit(self.game.init)(jnp.asarray(keys))
         self.logs = [self._new_log(k) for k in keys]
         self.obs_dtype = str(np.dtype(self.game.observe(self.states).dtype))
+        self.reuse = None  # search.reuse_tree: the last search's tree, the slot each game played, kept rows
+        if search_cfg.reuse_tree:
+            _, tree = jax.eval_shape(self.search, self.variables, self.states, self.key)
+            empty = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), tree)
+            self.reuse = search_lib.Reuse(empty, jnp.zeros(B, jnp.int32), jnp.zeros(B, bool))
+            self.reuse_version = self.version
 
     # -- game slots ------------------------------------------------------------------------------
     def _new_keys(self, n: int) -> np.ndarray:
@@ -145,12 +151,22 @@ class SelfPlayActor:
             self._poll_parameters()
             self.key, key = jax.random.split(self.key)
             full = self.fast_search is None or self.rng.random() < self.cfg.full_search_fraction
-            out = (self.search if full else self.fast_search)(self.variables, self.states, key)
+            if self.reuse is not None:
+                if self.reuse_version != self.version:  # new weights: the old tree's values are stale
+                    self.reuse = self.reuse._replace(keep=jnp.zeros_like(self.reuse.keep))
+                    self.reuse_version = self.version
+                out, tree = self.search(self.variables, self.states, key, self.reuse)
+            else:
+                out = (self.search if full else self.fast_search)(self.variables, self.states, key)
             obs, to_play = jax.device_get(self._observe(self.states))
             action, slots, visits, pi, q, v = jax.device_get(
                 (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value))
             action = self._opening_moves(action, slots)
             resign = self._record_ply(obs, to_play, action, slots, visits, pi, q, v, full)
+            if self.reuse is not None:  # the played move's subtree, unless a game ends or resigns here
+                played = slots == action[:, None]
+                self.reuse = search_lib.Reuse(tree, jnp.asarray(np.argmax(played, axis=1), jnp.int32),
+                                              jnp.asarray(played.any(axis=1) & (resign < 0)))
             self.states = self._step(self.states, jnp.asarray(action))
             positions += len(self.logs)
             done, capped, rewards = jax.device_get(self._finish(self.states))
@@ -162,6 +178,8 @@ class SelfPlayActor:
                     finished.append(record)
                 keys = self._new_keys(len(self.logs))
                 self.states = self._reset(self.states, jnp.asarray(keys), jnp.asarray(ended))
+                if self.reuse is not None:
+                    self.reuse = self.reuse._replace(keep=self.reuse.keep & ~jnp.asarray(ended))
                 for b in np.flatnonzero(ended):
                     self.logs[b] = self._new_log(keys[b])
         ray.get(acks)  # durable before we report them

@@ -110,7 +110,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     obs = game.observe(states)
     variables = net.init(jax.random.PRNGKey(1), obs, train=False)
     evaluate = lambda v, o: net.apply(v, o, train=False)
-    search = search_lib.make_search(game, evaluate, cfg.search)
+    search = searcher(game, evaluate, cfg.search)
     step = jax.jit(game.step)
 
     # Advance 20 plies first so the timed positions are not all the opening.
@@ -124,12 +124,14 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     warmup_s = time.perf_counter() - t_compile
     progress(name, compile_and_warmup_s=round(warmup_s, 1))
 
-    t0 = time.perf_counter()
+    t0, root_visits = time.perf_counter(), []
     for i in range(plies):
         key, k = jax.random.split(key)
         out = search(variables, states, k)
-        jax.device_get((game.observe(states), out.slot_actions, out.policy_target, out.child_q,
-                        out.root_value, out.action))  # the targets to host, as the actor does
+        _, _, _, _, _, _, visits = jax.device_get((
+            game.observe(states), out.slot_actions, out.policy_target, out.child_q, out.root_value, out.action,
+            out.visit_counts))  # the targets to host, as the actor does
+        root_visits.append(np.where(jax.device_get(game.terminal(states)), 0, visits.sum(axis=1)))
         states = step(states, out.action)
         jax.block_until_ready(states)
     ply_s = (time.perf_counter() - t0) / plies
@@ -158,9 +160,28 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
         "network_plus_env_ceiling_positions_per_s": round(B / (network_s + env_s), 1),
         "learner_batch": LB, "learner_samples_per_s": round(learner_rate, 1),
         "compile_and_warmup_s": round(warmup_s, 1),
+        # root visits per search of games in progress: num_simulations fresh, more with search.reuse_tree
+        "root_visits_mean": round(float(np.mean([v[v > 0].mean() for v in root_visits if (v > 0).any()])), 1),
     }
     progress(name, **result)
     return result
+
+
+def searcher(game, evaluate, search_cfg):
+    """`fn(variables, states, key) -> SearchOutput` as the actor plays it: with `reuse_tree`, each
+    call continues the last call's subtree of the move played (the actor's Reuse bookkeeping)."""
+    search = search_lib.make_search(game, evaluate, search_cfg)
+    if not search_cfg.reuse_tree:
+        return search
+    carried = [None]
+
+    def run(variables, states, key):
+        out, tree = search(variables, states, key, carried[0])
+        played = out.slot_actions == out.action[:, None]
+        carried[0] = search_lib.Reuse(tree, jnp.argmax(played, axis=1).astype(jnp.int32), played.any(axis=1))
+        return out
+
+    return run
 
 
 def bench_pgx_example_baseline(overrides: list[str], plies: int) -> dict:

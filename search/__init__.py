@@ -3,10 +3,14 @@
     from search import SearchConfig, make_search
     search_fn = make_search(game, evaluate, SearchConfig(num_simulations=128))
     out = search_fn(params, states, key)   # SearchOutput: action [B], policy_target [B, W], ...
+
+With `SearchConfig(reuse_tree=True)` the search also returns its tree, and takes the last one back:
+    out, tree = search_fn(params, states, key, Reuse(tree, played_slot, keep))
 """
 from search.config import SearchConfig
 from search.mcts import (
                          Node,
+                         Reuse,
                          SearchOutput,
                          legal_slots,
                          make_recurrent_fn,
@@ -18,4 +22,4 @@ from search.mcts import (
 from search.slots import EMPTY, EMPTY_LOGIT
 
 __all__ = ["SearchConfig", "SearchOutput", "make_search", "make_search_tree", "make_recurrent_fn",
-           "scatter_slots", "legal_slots", "network_fn", "Node", "EMPTY", "EMPTY_LOGIT"]
+           "scatter_slots", "legal_slots", "network_fn", "Node", "Reuse", "EMPTY", "EMPTY_LOGIT"]

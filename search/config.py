@@ -55,6 +55,10 @@ class SearchConfig:
     # "tree": a new node with at most this many legal moves, each answered by an immediate win, is a
     # certain loss for its mover (chess: mate in 2 after a check); 0 turns the probe off.
     win_check_max_replies: int = 4
+    # Tree reuse (self-play): each search starts from the subtree of the move its game played last
+    # (at most num_simulations reused nodes), and spends num_simulations on new nodes; Gumbel's
+    # Sequential Halving schedules the new visits only. The actor passes the tree between plies.
+    reuse_tree: bool = False
 
     def __post_init__(self):
         if self.policy not in POLICIES:

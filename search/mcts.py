@@ -163,7 +163,7 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
     root_select, interior_select = selection.selection_fns(config)
     alpha = game.spec.dirichlet_alpha if config.dirichlet_alpha is None else config.dirichlet_alpha
 
-    def run(params, states, key):
+    def run(params, states, key, reuse: Reuse | None = None):
         noise_key, gumbel_key, search_key = jax.random.split(key, 3)
         logits, value = net(params, game.observe(states))
         over = game.terminal(states)
@@ -179,16 +179,50 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
             extra = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
         root = mctx.RootFnOutput(prior_logits=root_prior, value=jnp.where(over, 0.0, value),
                                  embedding=Node(_slim(states), root_slots))
+        invalid = (root_slots == slots.EMPTY).astype(jnp.float32)
+        start, max_depth = None, config.max_depth
+        if config.reuse_tree:  # grow the previous search's subtree of the move played
+            capacity = reuse_capacity(config)
+            zeros = jnp.zeros(prior.shape, jnp.int32)
+            extra = None if extra is None else ReusedGumbel(extra.root_gumbel, zeros)
+            start = tree_search.new_tree(root, capacity, invalid, extra)
+            if reuse is not None:
+                start = tree_search.reroot(reuse.tree, reuse.slot, reuse.keep, start,
+                                           capacity - config.num_simulations)
+                if extra is not None:  # sequential halving counts this search's visits only
+                    start = start.replace(extra_data=extra._replace(
+                        root_start_visits=start.children_visits[:, tree_search.Tree.ROOT_INDEX]))
+            max_depth = max_depth or capacity
         tree = tree_search.search(
             params, search_key, root=root, recurrent_fn=recurrent_fn,
             root_action_selection_fn=root_select, interior_action_selection_fn=interior_select,
-            num_simulations=config.num_simulations, max_depth=config.max_depth,
-            invalid_actions=(root_slots == slots.EMPTY).astype(jnp.float32), extra_data=extra,
+            num_simulations=config.num_simulations, max_depth=max_depth,
+            invalid_actions=invalid, extra_data=extra,
             certainty=config.certainty_propagation,
-            stop_at_certain=config.certainty_propagation and config.stop_at_certain)
+            stop_at_certain=config.certainty_propagation and config.stop_at_certain, start=start)
         return tree, root.embedding, prior
 
     return run
+
+
+class Reuse(NamedTuple):
+    """The previous search's tree and the move each game played from its root (`search.reuse_tree`)."""
+
+    tree: Any  # mctx.Tree [B, reuse_capacity(config), W] as the previous search left it
+    slot: jax.Array  # [B] int32 root slot of the move played
+    keep: jax.Array  # [B] bool False: start afresh (a new game, another move than a slot's, new weights)
+
+
+class ReusedGumbel(NamedTuple):
+    """Gumbel MuZero's root data with the root visits a reused tree started with ([B, W])."""
+
+    root_gumbel: jax.Array
+    root_start_visits: jax.Array
+
+
+def reuse_capacity(config: SearchConfig) -> int:
+    """Nodes of a reused search's tree: the root, at most num_simulations reused, num_simulations new."""
+    return 2 * config.num_simulations + 1
 
 
 def make_search(game, evaluate: Evaluate, config: SearchConfig, return_tree: bool = False):
@@ -200,11 +234,11 @@ def make_search(game, evaluate: Evaluate, config: SearchConfig, return_tree: boo
     """
     run_tree = make_search_tree(game, evaluate, config)
 
-    def fn(params, states, key):
+    def fn(params, states, key, reuse: Reuse | None = None):
         tree_key, act_key = jax.random.split(key)
-        tree, root, prior = run_tree(params, states, tree_key)
+        tree, root, prior = run_tree(params, states, tree_key, reuse)
         out = _summarise(game, config, tree, root, prior, states, act_key)
-        return (out, tree) if return_tree else out
+        return (out, tree) if return_tree or config.reuse_tree else out
 
     return jax.jit(fn)
 
@@ -257,7 +291,10 @@ def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutp
         completed = jax.vmap(qtransform, in_axes=(0, None))(tree, tree.ROOT_INDEX)
         logits = tree.children_prior_logits[:, tree.ROOT_INDEX]
         target = jax.nn.softmax(jnp.where(empty, slots.EMPTY_LOGIT, logits + completed))
-        open_visits = jnp.where(avoid | empty, -1, visits)
+        searched = visits  # this search's visits: a reused root's earlier ones are not its halving's
+        if isinstance(tree.extra_data, ReusedGumbel):
+            searched = visits - tree.extra_data.root_start_visits
+        open_visits = jnp.where(avoid | empty, -1, searched)
         most = open_visits == jnp.max(open_visits, axis=1, keepdims=True)
         gumbel = jnp.where(explore[:, None], tree.extra_data.root_gumbel, 0.0)
         score = jnp.where(most & ~empty, gumbel + logits + completed, -jnp.inf)

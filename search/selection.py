@@ -87,4 +87,20 @@ def selection_fns(config: SearchConfig):
                              num_simulations=config.num_simulations,
                              max_num_considered_actions=config.max_num_considered_actions,
                              qtransform=qtransform)
+    if config.reuse_tree:
+        root = functools.partial(_halving_over_new_visits, num_simulations=config.num_simulations,
+                                 max_num_considered_actions=config.max_num_considered_actions,
+                                 qtransform=qtransform)
     return root, functools.partial(gumbel_interior, qtransform=qtransform)
+
+
+def _halving_over_new_visits(rng_key, tree, node, *, num_simulations, max_num_considered_actions, qtransform):
+    """Gumbel's root selection on a reused tree: Sequential Halving schedules this search's
+    simulations, so it sees each root move's visits less those it started with
+    (`tree.extra_data.root_start_visits` [W]); the completed Q values keep every visit."""
+    start = tree.extra_data.root_start_visits
+    this_search = tree.replace(children_visits=tree.children_visits.at[node].add(-start))
+    return mctx.gumbel_muzero_root_action_selection(
+        rng_key, this_search, node, num_simulations=num_simulations,
+        max_num_considered_actions=max_num_considered_actions,
+        qtransform=lambda _, index: qtransform(tree, index))

@@ -35,8 +35,13 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
            interior_action_selection_fn: mctx.InteriorActionSelectionFn,
            num_simulations: int, max_depth: Optional[int] = None,
            invalid_actions: Optional[jax.Array] = None, extra_data: Any = None,
-           certainty: bool = False, stop_at_certain: Optional[bool] = None) -> Tree:
+           certainty: bool = False, stop_at_certain: Optional[bool] = None,
+           start: Optional[Tree] = None) -> Tree:
     """Drop-in for `mctx.search` (same arguments and result, `Tree` of shape [B, nodes, A]).
+
+    start: a tree to grow instead of a new one (tree reuse: `reroot` of the previous search's tree),
+    [B, nodes, A] with room for `num_simulations` more nodes after each row's used ones; its root
+    (node 0) must be `root`'s position. `root` and `invalid_actions` are then read from it alone.
 
     stop_at_certain (default: `certainty`): a walk that reaches a certain edge ends there and backs
     up its exact value, expanding nothing. mctx walks on below terminal nodes, one new node per
@@ -65,13 +70,70 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
         settled = None  # rows whose walk ended on a certain edge: exact value, nothing expanded
         if stop_at_certain:
             settled = (child != Tree.UNVISITED) & (tree.children_discounts[rows, parent, action] == 0)
-        child = jnp.where(child == Tree.UNVISITED, sim + 1, child)  # node i is born at simulation i
+        child = jnp.where(child == Tree.UNVISITED, first_free + sim, child)  # born in simulation order
         tree = _expand(params, expand_key, tree, recurrent_fn, parent, action, child, settled)
         return rng_key, _backup(tree, child, certainty)
 
-    tree = _new_tree(root, num_simulations, invalid_actions, extra_data)
+    if start is None:
+        tree = _new_tree(root, num_simulations, invalid_actions, extra_data)
+        first_free = 1  # node i is born at simulation i
+    else:
+        tree = start
+        first_free = jnp.sum(start.node_visits > 0, axis=1).astype(jnp.int32)  # [B] nodes in use
     _, tree = jax.lax.fori_loop(0, num_simulations, body, (rng_key, tree))
     return tree
+
+
+def reroot(tree: Tree, slot: jax.Array, keep: jax.Array, fresh: Tree, max_nodes: int) -> Tree:
+    """Tree reuse: the subtree under each root's edge `slot` [B], with that child as node 0, in the
+    arrays of `fresh` (a new tree [B, N, A] whose root is the position after the move; `tree` must
+    have the same N). Rows whose `keep` [B] is False, or whose edge was never visited, are `fresh`.
+
+    The subtree keeps its statistics, priors, certain edges and embeddings; its root takes `fresh`'s
+    root prior (new root noise) and raw value. Nodes are renumbered in birth order (parents precede
+    children, so a cumulative sum over the subtree's nodes does it), and at most `max_nodes` are kept:
+    the latest-born beyond that are dropped, their edges left with their statistics and no node (a
+    later visit there evaluates the position again).
+    """
+    def one(tree, child, keep, fresh):
+        n = tree.node_visits.shape[0]
+
+        def mark(inside, i):
+            parent = tree.parents[i]
+            here = (i == child) | ((parent >= 0) & inside[jnp.maximum(parent, 0)])
+            return inside.at[i].set(here), None
+
+        inside, _ = jax.lax.scan(mark, jnp.zeros(n, bool), jnp.arange(n))
+        new_index = jnp.cumsum(inside) - 1
+        kept = inside & (new_index < max_nodes)
+        dest = jnp.where(kept, new_index, n)  # n: out of range, dropped by the scatters
+        renumber = lambda v: jnp.where((v >= 0) & kept[jnp.maximum(v, 0)], new_index[jnp.maximum(v, 0)],
+                                       Tree.UNVISITED)
+        put = lambda empty, old: empty.at[dest].set(old, mode="drop")
+        grown = fresh.replace(
+            node_visits=put(fresh.node_visits * 0, tree.node_visits),
+            raw_values=put(fresh.raw_values, tree.raw_values),
+            node_values=put(fresh.node_values, tree.node_values),
+            parents=put(fresh.parents, jnp.where(jnp.arange(n) == child, Tree.NO_PARENT, renumber(tree.parents))),
+            action_from_parent=put(fresh.action_from_parent,
+                                   jnp.where(jnp.arange(n) == child, Tree.NO_PARENT, tree.action_from_parent)),
+            children_index=put(fresh.children_index, renumber(tree.children_index)),
+            children_prior_logits=put(fresh.children_prior_logits, tree.children_prior_logits),
+            children_values=put(fresh.children_values, tree.children_values),
+            children_visits=put(fresh.children_visits, tree.children_visits),
+            children_rewards=put(fresh.children_rewards, tree.children_rewards),
+            children_discounts=put(fresh.children_discounts, tree.children_discounts),
+            embeddings=jax.tree.map(put, fresh.embeddings, tree.embeddings))
+        root = Tree.ROOT_INDEX
+        grown = grown.replace(
+            children_prior_logits=grown.children_prior_logits.at[root].set(fresh.children_prior_logits[root]),
+            raw_values=grown.raw_values.at[root].set(fresh.raw_values[root]))
+        use = keep & (child >= 0)
+        return jax.tree.map(lambda a, b: jnp.where(use, a, b), grown, fresh)
+
+    rows = jnp.arange(slot.shape[0])
+    child = tree.children_index[rows, Tree.ROOT_INDEX, slot]
+    return jax.vmap(one)(tree, child, keep, fresh)
 
 
 class _Walk(NamedTuple):
@@ -197,6 +259,11 @@ def _backup(tree: Tree, leaf, certainty: bool = False) -> Tree:
     start = (tree, tree.node_values[rows, leaf], leaf.astype(jnp.int32))
     tree, _, _ = jax.lax.while_loop(lambda c: jnp.any(c[2] != Tree.ROOT_INDEX), step, start)
     return tree
+
+
+def new_tree(root: mctx.RootFnOutput, num_nodes: int, invalid_actions, extra_data) -> Tree:
+    """An empty tree [B, num_nodes, A] with `root` at node 0 (for `reroot`'s `fresh`)."""
+    return _new_tree(root, num_nodes - 1, invalid_actions, extra_data)
 
 
 def _new_tree(root: mctx.RootFnOutput, num_simulations: int, invalid_actions, extra_data) -> Tree:

@@ -95,6 +95,9 @@ class SelfPlayConfig:
             raise ValueError(f"learner.augment: {self.game} has no board symmetry (connect_four, tic_tac_toe and "
                              f"go_* have); set learner.augment=false")
         check_game(self.network, self.game)
+        if self.search.reuse_tree and self.actors.full_search_fraction < 1.0:
+            raise ValueError("search.reuse_tree keeps one tree size per actor; playout cap randomization "
+                             "(actors.full_search_fraction < 1) mixes two: set one of them off")
         if self.actors.full_search_fraction < 1.0 and self.actors.fast_simulations >= self.search.num_simulations:
             raise ValueError(f"actors.fast_simulations ({self.actors.fast_simulations}) must be below "
                              f"search.num_simulations ({self.search.num_simulations}) with playout cap "
