@@ -77,7 +77,8 @@ class SelfPlayActor:
         self.cfg = actor_cfg
         self.game = games.make(game_name)
         self.net = models.make_network(network_cfg, self.game.spec)
-        self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg)
+        self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg,
+                                             return_tree=search_cfg.reuse_tree)
         self.fast_search = None  # playout cap randomization's cheap search (actors/config.py)
         if actor_cfg.full_search_fraction < 1.0:  # SelfPlayConfig checks fast < full simulations
             fast_cfg = dataclasses.replace(search_cfg, num_simulations=actor_cfg.fast_simulations, root_noise=False)

@@ -84,7 +84,9 @@ def search_config(metadata: Mapping[str, Any], overrides: Mapping[str, Any] | No
                 else SearchConfig(num_simulations=DEFAULT_SIMULATIONS))
     except ConfigError as e:
         raise ValueError(f"{where}: recorded search config: {e}") from None
-    base = dataclasses.replace(base, root_noise=False, gumbel_scale=0.0, temperature_plies=0, win_check="tree")
+    # reuse_tree off: an agent searches the position it is given (self-play's tree carry is the actor's)
+    base = dataclasses.replace(base, root_noise=False, gumbel_scale=0.0, temperature_plies=0, win_check="tree",
+                               reuse_tree=False)
     try:
         return dataclasses.replace(base, **(overrides or {}))
     except (TypeError, ValueError) as e:

@@ -170,9 +170,9 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
 def searcher(game, evaluate, search_cfg):
     """`fn(variables, states, key) -> SearchOutput` as the actor plays it: with `reuse_tree`, each
     call continues the last call's subtree of the move played (the actor's Reuse bookkeeping)."""
-    search = search_lib.make_search(game, evaluate, search_cfg)
     if not search_cfg.reuse_tree:
-        return search
+        return search_lib.make_search(game, evaluate, search_cfg)
+    search = search_lib.make_search(game, evaluate, search_cfg, return_tree=True)
     carried = [None]
 
     def run(variables, states, key):

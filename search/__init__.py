@@ -4,7 +4,7 @@
     search_fn = make_search(game, evaluate, SearchConfig(num_simulations=128))
     out = search_fn(params, states, key)   # SearchOutput: action [B], policy_target [B, W], ...
 
-With `SearchConfig(reuse_tree=True)` the search also returns its tree, and takes the last one back:
+With `SearchConfig(reuse_tree=True)` and `return_tree=True` the search takes the last tree back:
     out, tree = search_fn(params, states, key, Reuse(tree, played_slot, keep))
 """
 from search.config import SearchConfig

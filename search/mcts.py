@@ -230,7 +230,8 @@ def make_search(game, evaluate: Evaluate, config: SearchConfig, return_tree: boo
 
     `evaluate(params, observations [B, *obs])` -> (policy_logits [B, game.num_actions], value [B]
     in [-1, 1] for the side to move); a models/ NetworkOutput is accepted too.
-    return_tree=True: fn returns (SearchOutput, mctx.Tree [B, nodes, W]) for analysis and tests.
+    return_tree=True: fn returns (SearchOutput, mctx.Tree [B, nodes, W]) for analysis, tests and tree
+    reuse (`config.reuse_tree`: fn also takes `Reuse(tree, played_slot, keep)` back).
     """
     run_tree = make_search_tree(game, evaluate, config)
 
@@ -238,7 +239,7 @@ def make_search(game, evaluate: Evaluate, config: SearchConfig, return_tree: boo
         tree_key, act_key = jax.random.split(key)
         tree, root, prior = run_tree(params, states, tree_key, reuse)
         out = _summarise(game, config, tree, root, prior, states, act_key)
-        return (out, tree) if return_tree or config.reuse_tree else out
+        return (out, tree) if return_tree else out
 
     return jax.jit(fn)
 

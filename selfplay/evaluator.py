@@ -152,7 +152,7 @@ class Evaluator:
         apply = lambda variables, obs: self.net.apply(variables, obs, train=False)  # noqa: E731
         self.apply = apply
         self.search_cfg = dataclasses.replace(cfg.search, root_noise=False, temperature_plies=0,
-                                              gumbel_scale=0.0)
+                                              gumbel_scale=0.0, reuse_tree=False)
         self.search = search_lib.make_search(self.game, apply, self.search_cfg)
         self.reports = read_reports(self.dir / "ratings.csv")
         self.results = read_games(self.dir / "games.csv")

@@ -32,7 +32,7 @@ def _first_search(policy="puct", batch=4, plies=4):
     game = games.make("connect_four")
     evaluate = random_network(game, seed=3)
     cfg = _cfg(policy)
-    fn = make_search(game, evaluate, cfg)
+    fn = make_search(game, evaluate, cfg, return_tree=True)
     states = random_states(game, batch, plies, seed=5)
     out, tree = fn(None, states, jax.random.PRNGKey(0))
     return game, evaluate, cfg, fn, states, out, tree
@@ -179,3 +179,15 @@ def test_reuse_refuses_playout_cap_randomization():
     with pytest.raises(ValueError, match="reuse_tree"):
         load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
              ["search.reuse_tree=true", "actors.full_search_fraction=0.5", "actors.fast_simulations=4"])
+
+
+def test_match_play_searches_each_position_afresh():
+    """A network trained with tree reuse records it in its search config: an arena agent (and the
+    in-run evaluator) searches the position it is given, so it plays with reuse off."""
+    from arena.network_agents import search_config
+    recorded = {"search": {"policy": "gumbel", "num_simulations": 24, "reuse_tree": True}}
+    played = search_config(recorded)
+    assert played.reuse_tree is False and played.num_simulations == 24
+    game = games.make("connect_four")
+    out = make_search(game, random_network(game), played)(None, random_states(game, 2, 2, 0), jax.random.PRNGKey(0))
+    assert out.action.shape == (2,)  # a SearchOutput, not a (SearchOutput, tree) pair
