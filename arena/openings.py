@@ -129,30 +129,30 @@ def pick(book, count: int, order: str = "random", seed: int = 0, start: int = 0)
         raise ValueError(f"opening order '{order}': expected random or sequential")
     finished: set[int] = set()
 
-    def playable(index: int) -> bool:
-        if index in finished:
-            return False
-        if opening_is_over(book[index]):
+    def playable(index: int) -> Opening | None:
+        """book[index] (parsed once), or None for a line that ends the game."""
+        opening = None if index in finished else book[index]
+        if opening is not None and opening_is_over(opening):
             finished.add(index)
             if len(finished) == len(book):
                 raise ValueError(f"opening book {getattr(book, 'path', '')}: every line ends the game "
                                  "(mate or stalemate) before either side moves; use another book")
-            return False
-        return True
+            opening = None
+        return opening
 
     if order == "sequential":
         chosen, i = [], start
         while len(chosen) < count:
-            index = i % len(book)
-            if playable(index):
-                chosen.append(book[index])
+            opening = playable(i % len(book))
+            if opening is not None:
+                chosen.append(opening)
             i += 1
         return chosen
     rng = random.Random(seed)
     chosen = []
     while len(chosen) < count:
         indices = rng.sample(range(len(book)), min(len(book), count - len(chosen)))
-        chosen.extend(book[i] for i in indices if playable(i))
+        chosen.extend(o for o in map(playable, indices) if o is not None)
     return chosen
 
 

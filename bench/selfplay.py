@@ -128,10 +128,10 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     for i in range(plies):
         key, k = jax.random.split(key)
         out = search(variables, states, k)
-        _, _, _, _, _, _, visits = jax.device_get((
+        *_, visits, over = jax.device_get((
             game.observe(states), out.slot_actions, out.policy_target, out.child_q, out.root_value, out.action,
-            out.visit_counts))  # the targets to host, as the actor does
-        root_visits.append(np.where(jax.device_get(game.terminal(states)), 0, visits.sum(axis=1)))
+            out.visit_counts, game.terminal(states)))  # the targets to host, as the actor does (one transfer)
+        root_visits.append(np.where(over, 0, visits.sum(axis=1)))
         states = step(states, out.action)
         jax.block_until_ready(states)
     ply_s = (time.perf_counter() - t0) / plies

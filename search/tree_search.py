@@ -110,13 +110,13 @@ def reroot(tree: Tree, slot: jax.Array, keep: jax.Array, fresh: Tree, max_nodes:
         renumber = lambda v: jnp.where((v >= 0) & kept[jnp.maximum(v, 0)], new_index[jnp.maximum(v, 0)],
                                        Tree.UNVISITED)
         put = lambda empty, old: empty.at[dest].set(old, mode="drop")
+        is_root = jnp.arange(n) == child
         grown = fresh.replace(
-            node_visits=put(fresh.node_visits * 0, tree.node_visits),
+            node_visits=put(fresh.node_visits, tree.node_visits),
             raw_values=put(fresh.raw_values, tree.raw_values),
             node_values=put(fresh.node_values, tree.node_values),
-            parents=put(fresh.parents, jnp.where(jnp.arange(n) == child, Tree.NO_PARENT, renumber(tree.parents))),
-            action_from_parent=put(fresh.action_from_parent,
-                                   jnp.where(jnp.arange(n) == child, Tree.NO_PARENT, tree.action_from_parent)),
+            parents=put(fresh.parents, jnp.where(is_root, Tree.NO_PARENT, renumber(tree.parents))),
+            action_from_parent=put(fresh.action_from_parent, jnp.where(is_root, Tree.NO_PARENT, tree.action_from_parent)),
             children_index=put(fresh.children_index, renumber(tree.children_index)),
             children_prior_logits=put(fresh.children_prior_logits, tree.children_prior_logits),
             children_values=put(fresh.children_values, tree.children_values),
