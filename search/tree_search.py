@@ -75,7 +75,7 @@ def search(params: Any, rng_key: jax.Array, *, root: mctx.RootFnOutput,
         return rng_key, _backup(tree, child, certainty)
 
     if start is None:
-        tree = _new_tree(root, num_simulations, invalid_actions, extra_data)
+        tree = new_tree(root, num_simulations + 1, invalid_actions, extra_data)
         first_free = 1  # node i is born at simulation i
     else:
         tree = start
@@ -262,14 +262,10 @@ def _backup(tree: Tree, leaf, certainty: bool = False) -> Tree:
 
 
 def new_tree(root: mctx.RootFnOutput, num_nodes: int, invalid_actions, extra_data) -> Tree:
-    """An empty tree [B, num_nodes, A] with `root` at node 0 (for `reroot`'s `fresh`)."""
-    return _new_tree(root, num_nodes - 1, invalid_actions, extra_data)
-
-
-def _new_tree(root: mctx.RootFnOutput, num_simulations: int, invalid_actions, extra_data) -> Tree:
-    """An empty tree [B, num_simulations + 1 nodes, A] with the root written at node 0."""
+    """An empty tree [B, num_nodes, A] with `root` written at node 0 (a fresh search's, and `reroot`'s
+    `fresh`)."""
     batch, num_actions = root.prior_logits.shape
-    nodes = (batch, num_simulations + 1)
+    nodes = (batch, num_nodes)
     edges = nodes + (num_actions,)
     dtype = root.value.dtype
     tree = Tree(
