@@ -25,6 +25,9 @@ class SearchConfig:
     # ([-1, 1] -> [0, 1] unnormalised, unvisited -> V(s) - fpu_reduction: lc0's first-play urgency).
     q_transform: QTransform = "parent_and_siblings"
     fpu_reduction: float = 0.0  # "fpu": how much worse than its parent an untried move is assumed
+    # Policy softmax temperature (lc0's): every node's prior is softmax(logits / T). T > 1 flattens a
+    # confident prior so PUCT also visits the moves the network dismisses (a refutation it misjudges).
+    prior_temperature: float = 1.0
     root_noise: bool = True  # mix Dirichlet noise into the root prior (self-play on, play off)
     dirichlet_alpha: Optional[float] = None  # None -> game.spec.dirichlet_alpha (chess 0.3)
     dirichlet_fraction: float = 0.25  # weight of the noise in the root prior (AlphaZero 0.25)
@@ -83,7 +86,7 @@ class SearchConfig:
             raise ValueError(f"search temperature must be > 0, got {self.temperature}")
         if self.temperature_plies < 0:
             raise ValueError(f"search temperature_plies must be >= 0, got {self.temperature_plies}")
-        for name in ("value_scale", "pb_c_base"):
+        for name in ("value_scale", "pb_c_base", "prior_temperature"):
             if getattr(self, name) <= 0:  # a negative sigma or c_init would prefer the worst moves
                 raise ValueError(f"search {name} must be > 0, got {getattr(self, name)}")
         for name in ("pb_c_init", "maxvisit_init", "gumbel_scale", "fpu_reduction"):
