@@ -228,7 +228,7 @@ def idle_ray(minutes: float, interval: float) -> dict:
     zerochess) sampled for `minutes`; its raylet's RSS over time and the growth from minute 1."""
     import ray
 
-    ray.init(num_cpus=1, include_dashboard=False, object_store_memory=256 << 20)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, object_store_memory=256 << 20)
 
     @ray.remote(num_cpus=0)
     class Ping:

@@ -170,8 +170,8 @@ def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
         return False
     if address:
         ray.init(address=address, log_to_driver=True)
-    else:
-        ray.init(num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
+    else:  # "local": a new instance even where `ray start` (or a test's Cluster) left a current cluster
+        ray.init(address="local", num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
                  object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
     stop_on_signals()  # after ray.init, whose own handler exits at once
     return True

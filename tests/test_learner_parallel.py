@@ -28,7 +28,7 @@ CHECK = textwrap.dedent("""
     from test_learner import ttt_setup
 
     assert len(jax.devices()) == 2, jax.devices()
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
 
     n = 64
     game, net, data = ttt_setup(n)  # random tic-tac-toe positions, legal moves and targets

@@ -280,3 +280,26 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     last = json.loads(result.stdout.strip().splitlines()[-1])
     assert last["step"] == after_sigterm["step"] + 10 and last["samples_trained"] == last["step"] * 128
     _check_records_replay_exactly(run_dir)
+
+
+def test_local_run_starts_its_own_ray_where_a_current_cluster_is_recorded():
+    """A run without --ray-address starts a local Ray even where `ray start` (or another test's
+    Cluster) recorded a current cluster in Ray's temp dir, which ray.init() would otherwise join and
+    then reject the run's num_cpus. Here the record points at a port where nothing listens."""
+    import shutil
+    import tempfile
+
+    temp = Path(tempfile.mkdtemp(prefix="zr", dir="/tmp"))  # short: Ray's socket paths live under it
+    try:
+        (temp / "ray").mkdir()
+        (temp / "ray" / "ray_current_cluster").write_text("127.0.0.1:1")
+        code = ("import ray\nfrom configs.loader import load\nfrom selfplay.config import SelfPlayConfig\n"
+                "from selfplay.run import _init_ray\n"
+                "cfg = load(SelfPlayConfig, 'configs/tic_tac_toe.yaml', ['ray_num_cpus=1'])\n"
+                "assert _init_ray(cfg, None)\nprint(int(ray.cluster_resources()['CPU']))\nray.shutdown()\n")
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT), RAY_TMPDIR=str(temp)))
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] == "1"  # its own one-CPU instance
