@@ -87,7 +87,7 @@ class SearchConfig:
         if self.temperature_plies < 0:
             raise ValueError(f"search temperature_plies must be >= 0, got {self.temperature_plies}")
         for name in ("value_scale", "pb_c_base", "prior_temperature"):
-            if getattr(self, name) <= 0:  # a negative sigma or c_init would prefer the worst moves
+            if getattr(self, name) <= 0:  # a negative sigma or c_base would prefer the worst moves; T = 0 divides by 0
                 raise ValueError(f"search {name} must be > 0, got {getattr(self, name)}")
         for name in ("pb_c_init", "maxvisit_init", "gumbel_scale", "fpu_reduction"):
             if getattr(self, name) < 0:
