@@ -9,7 +9,7 @@ import pytest
 
 from arena import Agent, make_agent
 from arena.match import MatchConfig, run_match
-from arena.openings import START, Book, pick
+from arena.openings import START, Book, Opening, pick
 from arena.play import Adjudication, play_game
 from arena.sprt import SprtConfig
 from configs.paths import data_file
@@ -38,7 +38,10 @@ def _check_game(game):
     if termination == "checkmate":
         assert board.is_checkmate() and result == ("0-1" if board.turn == chess.WHITE else "1-0")
     elif termination == "max plies":
-        assert result == "1/2-1/2" and outcome is None
+        # The arena claims draws as pgx does: at 100 plies of the 50-move counter, not one move
+        # early as python-chess's claim_draw=True allows.
+        assert result == "1/2-1/2" and board.outcome(claim_draw=False) is None
+        assert board.halfmove_clock < 100 and not board.is_repetition(3)
     else:
         assert outcome is not None and outcome.result() == result, termination
     assert int(game.headers["PlyCount"]) == len(board.move_stack)
@@ -79,6 +82,21 @@ def test_ply_cap_and_epd_start(tmp_path):
     board = _check_game(game)
     if record.termination == "max plies":
         assert len(board.move_stack) == 20 and record.result == "1/2-1/2"
+
+
+def test_fifty_move_draw_is_claimed_at_100_plies_not_one_move_early():
+    """pgx ends the game when the counter reaches 100 plies; python-chess's claim_draw=True would
+    claim at 99 when a quiet move is legal. The arena follows pgx, so the ply cap ends this game."""
+    opening = Opening("8/8/8/4k3/8/8/8/R3K3 w - - 98 80", (), "kings and rook")
+    capped = play_game(make_agent("random:seed=1"), make_agent("random:seed=2"), opening,
+                       Adjudication(max_plies=1))
+    board = _check_game(chess.pgn.read_game(io.StringIO(capped.pgn)))
+    assert capped.termination == "max plies" and board.halfmove_clock == 99
+    assert board.can_claim_fifty_moves()  # the look-ahead claim the arena does not make
+    ended = play_game(make_agent("random:seed=1"), make_agent("random:seed=2"), opening,
+                      Adjudication(max_plies=10))
+    assert (ended.termination, ended.result) == ("50-move rule", "1/2-1/2")
+    assert len(_check_game(chess.pgn.read_game(io.StringIO(ended.pgn))).move_stack) == 2
 
 
 class _Illegal(Agent):
