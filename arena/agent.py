@@ -60,8 +60,11 @@ class Agent:
         left as it was (push/pop pairs are fine; copy it to keep it)."""
         raise NotImplementedError
 
-    def reset(self) -> None:
-        """Forgets per-game state (UCI "ucinewgame", a new game in a match)."""
+    def reset(self, game: int | None = None) -> None:
+        """Forgets per-game state (UCI "ucinewgame", a new game in a match). `game`, the game's
+        number in its match, restarts a seeded agent's random stream at one derived from its seed
+        and that number, so a match replays the same games in whatever process plays each (a
+        pool reuses agents across games); None (UCI) lets the stream run on."""
 
     def options(self) -> list[Option]:
         """UCI options this agent understands."""

@@ -173,7 +173,7 @@ class EngineAgent(Agent):
         except (chess.engine.EngineError, ValueError) as e:
             raise ValueError(f"option '{name}': {e}") from None
 
-    def reset(self) -> None:
+    def reset(self, game: int | None = None) -> None:
         self._game = object()  # python-chess sends "ucinewgame" when `game` changes
 
     def close(self) -> None:

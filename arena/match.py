@@ -150,7 +150,7 @@ def play_task(task: Task, names: tuple[str, str], rules: Adjudication, limit: Li
               event: str) -> PlayedGame:
     """Plays one scheduled game with this process's agents."""
     return play_game(_agent(task.white, task.white_spec), _agent(task.black, task.black_spec),
-                     task.opening, rules, limit, event, str(task.round), *names)
+                     task.opening, rules, limit, event, str(task.round), *names, game=task.round)
 
 
 # ---- bookkeeping ------------------------------------------------------------------------------

@@ -109,8 +109,14 @@ class _NetworkAgent(Agent):
         self.module = network.module()
         self.variables = jax.tree.map(jax.numpy.asarray, network.variables)
         self.temperature = temperature
+        self.seed = seed
         self._key = jax.random.PRNGKey(seed)
         self._tracker = _PgxTracker()
+
+    def reset(self, game: int | None = None) -> None:
+        if game is not None:
+            import jax
+            self._key = jax.random.fold_in(jax.random.PRNGKey(self.seed), game)
 
     def _next_key(self):
         import jax

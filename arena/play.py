@@ -134,13 +134,15 @@ class _Adjudicator:
 
 def play_game(white: Agent, black: Agent, opening: Opening, rules: Adjudication = Adjudication(),
               limit: Limit | None = None, event: str = "zerochess match", round_: str = "?",
-              white_name: str | None = None, black_name: str | None = None) -> PlayedGame:
-    """Plays one game; an agent error or illegal move loses the game (termination says why)."""
+              white_name: str | None = None, black_name: str | None = None,
+              game: int | None = None) -> PlayedGame:
+    """Plays one game; an agent error or illegal move loses the game (termination says why).
+    `game` (its number in the match) seeds the agents' random streams for this game (Agent.reset)."""
     start = time.perf_counter()
     board = opening.board()
     book_plies = len(board.move_stack)
     for agent in (white, black):
-        agent.reset()
+        agent.reset() if game is None else agent.reset(game)
     adjudicator = _Adjudicator(rules)
     thinking = {chess.WHITE: 0.0, chess.BLACK: 0.0}
     comments: list[str] = []

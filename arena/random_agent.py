@@ -13,7 +13,12 @@ class RandomAgent(Agent):
 
     def __init__(self, seed: int | None = None, name: str = "random"):
         self.name = name
+        self.seed = seed
         self._rng = random.Random(seed)
+
+    def reset(self, game: int | None = None) -> None:
+        if game is not None and self.seed is not None:
+            self._rng = random.Random(f"{self.seed}/{game}")
 
     def select(self, board: chess.Board, limit: Limit | None = None, stop=None):
         moves = list(board.legal_moves)

@@ -81,6 +81,7 @@ class StudentAgent(Agent):
             raise ValueError(f"repetition_count must be 2 or 3, got {repetition_count}")
         self.repetition_draw, self.repetition_count = repetition_draw, repetition_count
         self.rules = rules
+        self.seed = seed
         self._rng = np.random.default_rng(seed)
         module = network.module()
         variables = jax.tree_util.tree_map(jnp.asarray, network.variables)
@@ -88,6 +89,10 @@ class StudentAgent(Agent):
             self._logprobs = jax.jit(lambda x: module.apply(variables, x))
         else:
             self._out = jax.jit(lambda x, b: module.apply(variables, x, is_black=b))
+
+    def reset(self, game: int | None = None) -> None:
+        if game is not None:
+            self._rng = np.random.default_rng([self.seed, game])
 
     # -- the network ----------------------------------------------------------------------------
 

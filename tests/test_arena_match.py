@@ -206,6 +206,22 @@ def test_round_robin_in_a_process_pool(tmp_path):
     assert len(summary["pairings"]) == 3
 
 
+@pytest.mark.slow
+def test_a_pooled_match_plays_the_games_one_process_plays(tmp_path):
+    """Seeded agents restart their random stream per game (Agent.reset), so which pool process
+    plays a game, and what it played before, does not change the game."""
+    players = ("random:seed=1", "random:seed=2,name=r2", "random:seed=3,name=r3")
+    moves = {}
+    for workers in (1, 2):
+        cfg = MatchConfig(players=players, games=4, book=EPD_BOOK, order="sequential", workers=workers,
+                          pgn_path=str(tmp_path / f"{workers}.pgn"))
+        run_match(cfg, progress=False)
+        moves[workers] = {int(g.headers["Round"]): [m.uci() for m in g.mainline_moves()]
+                          for g in _games(tmp_path / f"{workers}.pgn")}
+    assert sorted(moves[1]) == list(range(1, 13)) and moves[2] == moves[1]
+    assert len({tuple(m) for m in moves[1].values()}) == 12  # and the games differ
+
+
 def test_match_rejects_bad_configs():
     with pytest.raises(ValueError, match="at least two"):
         run_match(MatchConfig(players=("random",)), progress=False)

@@ -52,6 +52,21 @@ def test_policy_agent_follows_the_prior_with_history(net):
     assert agent.select(other)[0] == _reference_policy_move(net, other)[0]
 
 
+def test_a_sampling_agent_replays_a_game_from_its_seed_and_the_game_number(net):
+    agent = make_agent(f"policy:net={net},temperature=1,seed=3")
+
+    def game(number):
+        agent.reset(number)
+        board = chess.Board()
+        for _ in range(8):
+            board.push(agent.select(board)[0])
+        return [m.uci() for m in board.move_stack]
+
+    first = game(5)
+    game(6)  # whatever the agent played in between
+    assert game(5) == first and game(6) != first
+
+
 def test_mcts_agent_behind_uci(net):
     out = []
     engine = UciEngine(make_agent(f"mcts:net={net},sims=4"), out.append)

@@ -41,7 +41,7 @@ class Scripted(Agent):
     def __init__(self, *moves: str):
         self.name, self.moves, self.i = "scripted", list(moves), 0
 
-    def reset(self):
+    def reset(self, game=None):
         self.i = 0
 
     def select(self, board, limit=None, stop=None):

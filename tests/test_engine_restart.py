@@ -56,8 +56,8 @@ class _KillDuringMove(Agent):
             threading.Thread(target=kill_the_restarted, daemon=True).start()
         return self.inner.select(board, Limit(movetime=1.5))
 
-    def reset(self):
-        self.inner.reset()
+    def reset(self, game=None):
+        self.inner.reset(game)
 
 
 def test_stockfish_killed_mid_move_is_restarted_and_the_game_goes_on():
