@@ -51,6 +51,9 @@ def check_game(cfg: NetworkConfig, game: str) -> None:
         raise ValueError(f"network.resnet.parity_plane: stone parity says whose move it is only where every move "
                          f"adds one stone ({', '.join(PLACEMENT_GAMES)}: the parity_plane counts stones), not "
                          f"{game}; set it to false")
+    if cfg.family == "resnet" and cfg.resnet.threat_planes and game not in PLACEMENT_GAMES:
+        raise ValueError(f"network.resnet.threat_planes: k-in-a-row threats are read from the two stone planes of "
+                         f"{', '.join(PLACEMENT_GAMES)}, not {game}'s observation; set it to 0")
 
 
 def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:

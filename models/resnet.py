@@ -46,6 +46,11 @@ class ResNetConfig:
     # two-plane observation (mine, theirs) leaves the network to count; connect four's threat parity
     # (odd rows favour the first player) turns on it
     parity_plane: bool = False
+    # k > 0 appends two planes, the empty squares where the mover's / the opponent's next stone would make
+    # k in a row (connect four: 4; tic-tac-toe: 3): the threats of Allis's connect-four analysis, whose
+    # rows decide its endgames, given to the network as KataGo gives Go networks its ladder and liberty
+    # features instead of leaving a short run's few games to teach them; 0 leaves the input as it is
+    threat_planes: int = 0
     # a second policy head trained on the opponent's reply (the next position's search policy; KataGo
     # credits its auxiliary targets with up to 1.65x compute): a training signal about the opponent's plans
     # that the shared trunk learns from; evaluated only when training (learner.opponent_policy_weight)
@@ -55,7 +60,7 @@ class ResNetConfig:
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
-        check_at_least(self, 0, "num_blocks", prefix="network.resnet.")
+        check_at_least(self, 0, "num_blocks", "threat_planes", prefix="network.resnet.")
         check_at_least(self, 1, "filters", "se_ratio", "value_hidden", prefix="network.resnet.")
         if self.value_channels < 1:
             raise ValueError(f"network.resnet.value_channels must be >= 1 (got {self.value_channels}); 1 is AlphaZero's head")
@@ -152,6 +157,36 @@ def append_parity_plane(x):
     return jnp.concatenate([x, jnp.broadcast_to(parity[:, None, None, None], x.shape[:3] + (1,))], axis=-1)
 
 
+def _shifted(plane, dr: int, dc: int):
+    """plane [B, H, W] -> out with out[r, c] = plane[r + dr, c + dc], 0 off the board."""
+    h, w = plane.shape[1:]
+    padded = jnp.pad(plane, ((0, 0), (abs(dr),) * 2, (abs(dc),) * 2))
+    return padded[:, abs(dr) + dr:abs(dr) + dr + h, abs(dc) + dc:abs(dc) + dc + w]
+
+
+def line_threats(stones, empty, k: int):
+    """stones, empty [B, H, W] of 0 / 1 -> [B, H, W]: 1 on each empty square that completes k of
+    `stones` in a row (any of the four directions) when a stone is put there."""
+    threat = jnp.zeros_like(stones)
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        for gap in range(k):  # where the empty square sits in the line of k
+            line = empty
+            for i in range(k):
+                if i != gap:
+                    line = line * _shifted(stones, (i - gap) * dr, (i - gap) * dc)
+            threat = jnp.maximum(threat, line)
+    return threat
+
+
+def append_threat_planes(x, k: int):
+    """x [B, H, W, C >= 2] (planes 0 / 1: the mover's stones, the opponent's) -> [B, H, W, C + 2] with the mover's and
+    the opponent's k-in-a-row threats (line_threats) appended."""
+    mine, theirs = x[..., 0], x[..., 1]
+    empty = 1.0 - jnp.clip(mine + theirs, 0.0, 1.0)
+    return jnp.concatenate([x, line_threats(mine, empty, k)[..., None],
+                            line_threats(theirs, empty, k)[..., None]], axis=-1)
+
+
 class ResNet(nn.Module):
     """obs [B, *observation_shape] -> NetworkOutput(policy_logits [B, num_actions], value [B], wdl)."""
 
@@ -166,7 +201,9 @@ class ResNet(nn.Module):
         make = Layers(train, dt)
         x = obs.astype(jnp.float32)
         if cfg.parity_plane:
-            x = append_parity_plane(x)
+            x = append_parity_plane(x)  # first: it counts the stones of every plane
+        if cfg.threat_planes:
+            x = append_threat_planes(x, cfg.threat_planes)  # reads planes 0 and 1, the stones
         x = nn.relu(make.bn()(make.conv(cfg.filters, (3, 3), use_bias=False)(x.astype(dt))))
         for _ in range(cfg.num_blocks):
             x = ResidualBlock(cfg.filters, cfg.squeeze_excitation, cfg.se_ratio, dt)(x, train)
