@@ -168,13 +168,14 @@ def test_threat_planes_agree_with_brute_force_and_with_pgx_wins(name, k):
     would make k in a row (a brute-force scan); in connect four, a playable square (a column's lowest
     empty one) is on the mover's plane exactly when pgx says dropping there wins."""
     game = games.make(name)
+    step, threats = jax.jit(game.step), jax.jit(append_threat_planes, static_argnums=1)
     states = game.init(jax.random.split(jax.random.PRNGKey(3), 32))
     rng = np.random.default_rng(3)
     checked = 0
     for _ in range(14):
         live = ~np.asarray(states.terminated)
         obs = np.asarray(game.observe(states), np.float32)
-        planes = np.asarray(append_threat_planes(jnp.asarray(obs), k))
+        planes = np.asarray(threats(jnp.asarray(obs), k))
         assert planes.shape[-1] == obs.shape[-1] + 2
         for b in np.flatnonzero(live):
             for side in (0, 1):
@@ -184,7 +185,7 @@ def test_threat_planes_agree_with_brute_force_and_with_pgx_wins(name, k):
                 checked += int(np.sum(expected))
         if name == "connect_four":
             for column in range(7):
-                after = game.step(states, jnp.full(32, column))
+                after = step(states, jnp.full(32, column))
                 wins = np.asarray(after.rewards)[np.arange(32), np.asarray(states.current_player)] == 1
                 filled = obs[..., column, :].any(-1).sum(-1)  # stones in the column
                 for b in np.flatnonzero(live & (filled < 6)):
@@ -193,7 +194,7 @@ def test_threat_planes_agree_with_brute_force_and_with_pgx_wins(name, k):
                     assert planes[b, lowest, column, 2] == wins[b], (b, column)
         legal = np.asarray(game.legal_mask(states))
         actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal])
-        states = game.step(states, jnp.asarray(actions))
+        states = step(states, jnp.asarray(actions))
     assert checked > 20  # threats occurred: the test saw some
 
 

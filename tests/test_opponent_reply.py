@@ -25,14 +25,6 @@ from selfplay.config import SelfPlayConfig  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    import ray
-    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.parametrize("head", [True, False])
 def test_learner_trains_the_opponent_reply_from_the_replay_buffer(local_ray, tmp_path, head):
     ray = local_ray

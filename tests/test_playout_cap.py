@@ -90,14 +90,6 @@ def tic_tac_toe_actor(cfg: SelfPlayConfig, seed: int, **kwargs) -> tuple[SelfPla
     return actor, records
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    import ray
-    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 @pytest.mark.parametrize("fraction", [0.5, 1.0])
 def test_actor_searches_fast_plies_and_records_which(local_ray, fraction):
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
