@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_playout_cap import local_ray, tic_tac_toe_actor  # noqa: F401 (a fixture)
+from test_playout_cap import tic_tac_toe_actor
 from test_search_tree import build_root, random_network, random_states
 
 import games

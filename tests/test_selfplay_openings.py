@@ -10,7 +10,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_playout_cap import local_ray, tic_tac_toe_actor  # noqa: F401  (local_ray: a pytest fixture)
+from test_playout_cap import tic_tac_toe_actor
 
 import games
 from actors.config import ActorConfig
