@@ -142,7 +142,7 @@ def play_game(white: Agent, black: Agent, opening: Opening, rules: Adjudication 
     board = opening.board()
     book_plies = len(board.move_stack)
     for agent in (white, black):
-        agent.reset() if game is None else agent.reset(game)
+        agent.reset(game)
     adjudicator = _Adjudicator(rules)
     thinking = {chess.WHITE: 0.0, chess.BLACK: 0.0}
     comments: list[str] = []
