@@ -211,4 +211,12 @@ def load(cls: type, path: str | os.PathLike | None = None, overrides: Iterable[s
             raise ConfigError(f"config file {path} is not valid YAML: {e}") from None
         if not isinstance(data, Mapping):
             raise ConfigError(f"config file {path} must hold a mapping at the top level")
-    return from_dict(cls, _merge(_merge(data, extra or {}), parse_overrides(overrides)))
+    try:
+        return from_dict(cls, _merge(_merge(data, extra or {}), parse_overrides(overrides)))
+    except ConfigError:
+        if path is not None:  # the file alone fails too: name it (a run saved by another version, a typo)
+            try:
+                from_dict(cls, data)
+            except ConfigError as in_file:
+                raise ConfigError(f"{path}: {in_file}") from None
+        raise

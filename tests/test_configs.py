@@ -1,5 +1,6 @@
 """The config loader: YAML presets, dotted overrides, and errors that name the key."""
 import dataclasses
+import re
 from typing import Literal, Optional
 
 import pytest
@@ -65,6 +66,20 @@ def test_missing_and_broken_files(tmp_path):
     bad.write_text("batch: [1,\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load(Outer, bad)
+
+
+def test_a_bad_key_in_the_file_names_the_file_and_one_in_an_override_does_not(tmp_path):
+    """A run saved by another version (a field since removed) fails naming its config file, so the
+    user knows to edit the file rather than their command line."""
+    saved = tmp_path / "config.yaml"
+    saved.write_text("batch: 16\ninner:\n  momentum: 0.9\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(saved))}: unknown config key 'inner\.momentum'"):
+        load(Outer, saved, ["batch=32"])
+    saved.write_text("batch: 16\n")
+    with pytest.raises(ConfigError, match=r"^unknown config key 'inner\.lrr'"):
+        load(Outer, saved, ["inner.lrr=1"])
+    saved.write_text("batch: abc\n")  # a bad value the override mends is no error
+    assert load(Outer, saved, ["batch=2"]).batch == 2
 
 
 def test_parse_overrides_yaml_scalars():
