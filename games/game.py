@@ -7,6 +7,7 @@ non-zero only on the step that ends the game. Player ids are pgx's (0 or 1), not
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -53,6 +54,11 @@ class Game:
     observation_shape = property(lambda self: self.spec.observation_shape)
     max_legal_actions = property(lambda self: self.spec.max_legal_actions)
     max_plies = property(lambda self: self.spec.max_plies)
+
+    @functools.cached_property
+    def observation_dtype(self) -> jnp.dtype:
+        """dtype of `observe`'s arrays (chess float32; the stone games bool)."""
+        return jax.eval_shape(self.env.init, jax.random.PRNGKey(0)).observation.dtype
 
     def init(self, keys: jax.Array) -> State:
         """keys [B, 2] -> B initial states (pgx picks at random which player id moves first)."""

@@ -1,8 +1,9 @@
 """The game record: one finished self-play game, as actors stream it to the replay buffer and disk.
 
 A record holds, per position t (T = plies played):
-  observation   the network input, zlib-compressed raw bytes of the pgx observation (exact, and
-                small: chess planes are mostly zeros); the actions from `init_key` also replay it
+  observation   the network input, exact: `obs_encoding` "packed" (games/packing.py: the planes'
+                bits and each plane's value, 1,428 bytes for chess) or "zlib" (zlib-compressed raw
+                bytes of the pgx observation); the actions from `init_key` also replay it
   to_play       [T] pgx player id to move
   num_legal     [T] number of legal moves n_t; the next three are concatenated over t ([sum n_t]):
   legal_actions pgx action ids of the legal moves (the search's slots, in slot order)
@@ -19,20 +20,23 @@ every pgx state exactly, e.g. for FEN + move history in the corpus or PGN).
 On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]`, `body` the
 msgpack map of the fields with arrays as little-endian bytes, so corruption is detected per record.
 Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`; 3 adds `full_search`
-(older records: every ply full). All are read.
+(older records: every ply full); 4 adds `obs_encoding` (older records: "zlib"). All are read.
 """
 from __future__ import annotations
 
 import dataclasses
 import zlib
-from typing import Any
+from typing import Any, Literal
 
 import msgpack
 import numpy as np
 
+from games import packing
+
 MAGIC = "zcgr"
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
+ObsEncoding = Literal["packed", "zlib"]
 _RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> today's
 
 
@@ -60,7 +64,7 @@ class GameRecord:
     game_id: str  # unique id "<session>-a<actor>-g<serial>": session = actor start time (ms, hex), serial = game of that actor
     init_key: np.ndarray  # [2] uint32 raw key data of `game.init` for this game
     actions: np.ndarray  # [T] pgx actions played
-    observations: list[bytes]  # T zlib-compressed observations, each of obs_shape / obs_dtype
+    observations: list[bytes]  # T observations, each of obs_shape / obs_dtype, encoded as `obs_encoding` says
     obs_shape: tuple[int, ...]  # pgx observation shape
     obs_dtype: str  # numpy dtype string of the observation ("float32", "bool")
     to_play: np.ndarray  # [T] pgx player id to move
@@ -76,6 +80,7 @@ class GameRecord:
     param_versions: np.ndarray  # [2] first and last parameter version that played this game
     created: float  # unix time the game finished
     full_search: np.ndarray | None = None  # [T] bool, a full search at each ply (None: every ply)
+    obs_encoding: ObsEncoding = "zlib"  # "packed": games/packing.py's bytes; "zlib": compressed raw bytes
 
     def __post_init__(self):
         if self.full_search is None:
@@ -95,8 +100,22 @@ class GameRecord:
 
     def observation(self, t: int) -> np.ndarray:
         """The network input of position t, [*obs_shape]."""
+        if self.obs_encoding == "packed":
+            return packing.unpack(self.packed_observations(t, t + 1), self.obs_shape, self.obs_dtype)[0]
         raw = zlib.decompress(self.observations[t])
         return np.frombuffer(raw, dtype=self.obs_dtype).reshape(self.obs_shape)
+
+    def packed_observations(self, start: int = 0, stop: int | None = None) -> packing.PackedObservation:
+        """Positions start..stop in packed form ([T, ...]); a "zlib" record is packed here, and a
+        ValueError says so if its observations are not exactly packable (games/packing.py)."""
+        rows = self.observations[start:stop]
+        if self.obs_encoding == "packed":
+            return packing.from_bytes(rows, self.obs_shape)
+        obs = np.stack([np.frombuffer(zlib.decompress(r), dtype=self.obs_dtype).reshape(self.obs_shape)
+                        for r in rows]) if rows else np.zeros((0, *self.obs_shape), self.obs_dtype)
+        if not packing.exact(obs).all():
+            raise ValueError(f"game {self.game_id}: its observations are not planes of one value each")
+        return packing.pack(obs)
 
     def offsets(self) -> np.ndarray:
         """[T + 1] start of each position's moves in the concatenated per-move arrays."""
@@ -143,8 +162,8 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
             body[new] = body.pop(old)
         kwargs = {}
         for f in dataclasses.fields(GameRecord):
-            if f.name == "full_search" and version < 3:
-                continue  # older records: every ply a full search (the default)
+            if (f.name == "full_search" and version < 3) or (f.name == "obs_encoding" and version < 4):
+                continue  # older records: every ply a full search, zlib observations (the defaults)
             value = body[f.name]
             if f.name in _ARRAYS:
                 value = np.frombuffer(value, dtype=_ARRAYS[f.name]).copy()
@@ -155,7 +174,7 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
     except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
         raise RecordError(f"{where}: malformed record body ({e})") from None
     if (int(record.num_legal.sum()) != len(record.policy) or len(record.observations) != record.plies
-            or len(record.full_search) != record.plies):
+            or len(record.full_search) != record.plies or record.obs_encoding not in ("packed", "zlib")):
         raise RecordError(f"{where}: inconsistent record lengths")
     return record
 
