@@ -4,12 +4,14 @@ Run it as a Ray actor (`ray.remote(ReplayBuffer)`); it is plain Python so tests 
 
     buffer = ReplayBuffer("runs/x/replay", ReplayConfig(), num_actions=4672, max_legal_actions=218)
     ack = buffer.add(encode(record))     # returns after the record is fsynced to a chunk file
+    ack = buffer.add_many(frames)        # several games, one fsync
     batch = buffer.sample(256, seed=7)   # a TrainingBatch, uniform over the positions of the window
     stats = buffer.stats()               # ReplayStats (replay/messages.py)
 
-Memory is bounded by `window_positions` (whole games are evicted oldest first; observations are
-kept zlib-compressed) and samples are small padded arrays, so neither the actor nor Ray's object
-store grows with the run. Disk keeps every game unless `disk_positions` is set (replay/retention.py).
+The window (replay/window.py) holds the positions of the most recent games in flat arrays, whole
+games evicted oldest first past `window_positions`, observations bit-packed (games/packing.py), so
+sampling is a vectorised gather and a batch crosses Ray's object store at ~1.4 KB per chess
+position. Disk keeps every game unless `disk_positions` is set (replay/retention.py).
 
 On reload a chunk file with a damaged record moves to `quarantine/` with its intact records kept
 (replay/chunks.py `scan_chunk`, `quarantine`); `stats().games_quarantined` counts the games set aside.
@@ -29,6 +31,7 @@ from replay.config import ReplayConfig
 from replay.messages import ReplayStats, TrainingBatch
 from replay.record import GameRecord, RecordError, SchemaError, decode, encode
 from replay.retention import DiskRetention
+from replay.window import Window
 
 
 def outcome_counters(record: GameRecord) -> collections.Counter:
@@ -58,9 +61,7 @@ class ReplayBuffer:
         self.config = config
         self.num_actions = num_actions
         self.max_legal_actions = max_legal_actions
-        self._games: collections.deque[GameRecord] = collections.deque()
-        self._starts = np.zeros(0, np.int64)  # cumulative position starts of `_games`, rebuilt lazily
-        self._window_positions = 0
+        self._window = Window(config.window_positions, max_legal_actions)
         self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
         self._writer: chunks.ChunkWriter | None = None
         self._closed = False  # after close() no game is written: the run's totals are final
@@ -107,75 +108,46 @@ class ReplayBuffer:
     # -- writing ---------------------------------------------------------------------------------
     def add(self, frame: bytes) -> dict:
         """Stores one encoded record; returns the totals once it is on disk (the acknowledgement)."""
-        if self._closed:  # an actor still playing while the run stops: its game is not acknowledged
+        return self.add_many([frame])
+
+    def add_many(self, frames: list[bytes]) -> dict:
+        """Stores encoded records (one fsync for all); returns the totals once they are on disk."""
+        if self._closed:  # an actor still playing while the run stops: its games are not acknowledged
             raise RuntimeError("the replay buffer is closed: the run is stopping")
-        record = decode(frame, where="record from actor")
-        self._writer.append(record)
-        self._retention.count(self._writer.path, record.plies, self._admit(record))
+        records = [decode(frame, where="record from actor") for frame in frames]
+        for record, path in zip(records, self._writer.append_frames(frames)):
+            self._retention.count(path, record.plies, self._admit(record))
         self._retention.prune()
         return {"games_total": self.games_total, "positions_total": self.positions_total}
 
     def _admit(self, record: GameRecord) -> collections.Counter:
         """Adds a record to the window and the totals; returns its outcome counters."""
-        self._games.append(record)
+        self._window.admit(record)
         self._recent.append(record)
-        self._window_positions += record.plies
         self.games_total += 1
         self.positions_total += record.plies
         stats = outcome_counters(record)
         self._stats.update(stats)
-        while len(self._games) > 1 and self._window_positions - self._games[0].plies >= self.config.window_positions:
-            self._window_positions -= self._games.popleft().plies
-        self._starts = None
         return stats
 
     # -- reading ---------------------------------------------------------------------------------
     def size(self) -> int:
         """Positions in the window."""
-        return self._window_positions
+        return self._window.positions
 
-    def sample(self, batch_size: int, seed: int, opponent: bool = False) -> TrainingBatch:
+    def sample(self, batch_size: int, seed: int, opponent: bool = False, unpack: bool = False) -> TrainingBatch:
         """Uniform positions of the window as padded arrays (W = max_legal_actions):
 
-        observation [B, *obs_shape], legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
+        observation [B, *obs_shape] or, while the window is packed (every pgx game here), a
+        games.packing.PackedObservation (bits [B, nbytes] uint8, values [B, P] float32) that the
+        learner unpacks on its device; legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
         z [B] float32 outcome for the side to move, q [B] float32 the search's root value there,
         policy_weight [B] float32 1 where pi came from a full search (0: a fast ply's, not trained).
         `opponent`: also the next position's legal moves and full-search policy, the opponent's reply
         (opponent_legal_actions [B, W], opponent_policy [B, W]; -1 pads / zeros where there is none).
+        `unpack`: plain observations [B, *obs_shape] (unpacked here, on the host) in every case.
         """
-        if self._window_positions == 0:
-            raise ValueError("the replay buffer is empty")
-        if self._starts is None:
-            self._starts = np.cumsum([0] + [g.plies for g in self._games])
-        rng = np.random.default_rng(seed)
-        flat = rng.integers(0, self._window_positions, size=batch_size)
-        game_idx = np.searchsorted(self._starts, flat, side="right") - 1
-        W = self.max_legal_actions
-        legal = np.full((batch_size, W), -1, np.int32)
-        policy = np.zeros((batch_size, W), np.float32)
-        z = np.zeros(batch_size, np.float32)
-        q = np.zeros(batch_size, np.float32)
-        weight = np.zeros(batch_size, np.float32)
-        next_legal = np.full((batch_size, W), -1, np.int32) if opponent else None
-        next_policy = np.zeros((batch_size, W), np.float32) if opponent else None
-        obs = []
-        games = self._games
-        for b, (gi, pos) in enumerate(zip(game_idx, flat)):
-            g = games[gi]
-            t = int(pos - self._starts[gi])
-            lo, hi = int(g.offsets()[t]), int(g.offsets()[t + 1])
-            legal[b, : hi - lo] = g.legal_actions[lo:hi]
-            policy[b, : hi - lo] = g.policy[lo:hi]
-            z[b] = g.rewards[g.to_play[t]]
-            q[b] = g.root_value[t]
-            weight[b] = g.full_search[t]
-            obs.append(g.observation(t))
-            if opponent and t + 1 < g.plies and g.full_search[t + 1]:
-                lo, hi = int(g.offsets()[t + 1]), int(g.offsets()[t + 2])
-                next_legal[b, : hi - lo] = g.legal_actions[lo:hi]
-                next_policy[b, : hi - lo] = g.policy[lo:hi]
-        return TrainingBatch(observation=np.stack(obs), legal_actions=legal, policy=policy, z=z, q=q,
-                             policy_weight=weight, opponent_legal_actions=next_legal, opponent_policy=next_policy)
+        return self._window.sample(np.random.default_rng(seed), batch_size, opponent, unpack)
 
     def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""
@@ -183,8 +155,9 @@ class ReplayBuffer:
         return ReplayStats(
             games_total=self.games_total,
             positions_total=self.positions_total,
-            window_games=len(self._games),
-            window_positions=self._window_positions,
+            window_games=self._window.games,
+            window_positions=self._window.positions,
+            window_bytes=self._window.nbytes(),
             mean_game_length=float(np.mean([g.plies for g in recent])) if recent else 0.0,
             games_quarantined=self.games_quarantined,
             **{k: int(v) for k, v in self._stats.items()},  # a key not in ReplayStats is a TypeError
@@ -207,3 +180,4 @@ class ReplayBuffer:
         self._closed = True
         self._writer.close()
         return self.stats()
+

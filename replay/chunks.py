@@ -192,12 +192,26 @@ class ChunkWriter:
 
     def append(self, record: GameRecord) -> None:
         """Writes one record and fsyncs it (and, for a new chunk, its directory entry)."""
-        if self._file is None or self._games_in_file >= self.games_per_chunk:
-            self._open_next()
-        self._file.write(encode(record))
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._games_in_file += 1
+        self.append_frames([encode(record)])
+
+    def append_frames(self, frames: list[bytes]) -> list[Path]:
+        """Writes encoded records (`encode`'s frames, as they came) in order and fsyncs each chunk
+        file they went to once; returns the file each went to."""
+        paths = []
+        for frame in frames:
+            if self._file is None or self._games_in_file >= self.games_per_chunk:
+                self._sync()
+                self._open_next()
+            self._file.write(frame)
+            self._games_in_file += 1
+            paths.append(self.path)
+        self._sync()
+        return paths
+
+    def _sync(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
 
     def _open_next(self) -> None:
         self.close()

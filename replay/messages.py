@@ -16,7 +16,9 @@ import numpy as np
 class TrainingBatch(NamedTuple):
     """Uniform positions of the replay window, padded to W = max_legal_actions moves (learner/train.py)."""
 
-    observation: np.ndarray  # [B, *obs_shape] network input
+    # [B, *obs_shape] network input, or its games.packing.PackedObservation (bits [B, nbytes] uint8,
+    # values [B, P] float32) that the learner unpacks on its device
+    observation: np.ndarray
     legal_actions: np.ndarray  # [B, W] int32 pgx ids of the legal moves, -1 pads
     policy: np.ndarray  # [B, W] float32 search policy target pi over those moves (0 at pads)
     z: np.ndarray  # [B] float32 game outcome for the side to move, in {-1, 0, 1}
@@ -40,6 +42,7 @@ class ReplayStats:
     window_games: int  # games in the in-memory window
     window_positions: int  # positions in the window
     mean_game_length: float  # mean plies of the most recent (up to 200) games
+    window_bytes: int = 0  # host memory of the window's arrays (replay/window.py)
     games_quarantined: int = 0  # damaged games set aside at this start (their chunk files: replay/quarantine/)
     # Counters summed over the games (replay/buffer.py `outcome_counters`):
     first_player_wins: int = 0  # games won by the player who moved first

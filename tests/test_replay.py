@@ -11,7 +11,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from games import chess_bridge
+from games import chess_bridge, packing
 from replay import chunks
 from replay.buffer import ReplayBuffer
 from replay.config import ReplayConfig
@@ -211,7 +211,7 @@ def test_sample_matches_the_stored_positions(tmp_path):
     buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
     rec = make_record("only", 6, seed=4)
     buf.add(encode(rec))
-    batch = buf.sample(64, seed=1)
+    batch = buf.sample(64, seed=1, unpack=True)
     assert batch.observation.shape == (64, 3, 3, 2) and batch.observation.dtype == bool
     assert batch.legal_actions.shape == (64, 9) and batch.policy.shape == (64, 9)
     drawn = set()
@@ -232,7 +232,7 @@ def test_opponent_targets_are_the_next_positions_moves_and_full_search_policy(tm
     rec.full_search = np.array([1, 1, 1, 0, 1, 1], bool)  # ply 3's policy came from a fast search
     buf.add(encode(rec))
     assert buf.sample(8, seed=1).opponent_policy is None  # only asked for
-    batch = buf.sample(128, seed=2, opponent=True)
+    batch = buf.sample(128, seed=2, opponent=True, unpack=True)
     seen = set()
     for b in range(128):
         t = next(t for t in range(6) if np.array_equal(rec.observation(t), batch.observation[b]))
@@ -393,3 +393,82 @@ def test_unknown_schema_is_not_quarantined(tmp_path):
     with pytest.raises(RecordError, match="schema version 99"):
         ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
     assert path.exists() and not (tmp_path / "quarantine").exists()
+
+
+def varied_record(game_id: str, plies: int, seed: int, float_obs: bool = False, dtype: str = "bool") -> GameRecord:
+    """A synthetic game whose positions have 1-9 legal moves each; obs [3, 3, 2] 0/1 of `dtype`
+    (packable) or, with `float_obs`, float32 planes of several values each (not packable)."""
+    rng = np.random.default_rng(seed)
+    legal = rng.integers(1, 10, plies).astype(np.int16)
+    legal_actions = np.concatenate([np.sort(rng.choice(9, n, replace=False)) for n in legal]).astype(np.int32)
+    policy = np.concatenate([rng.dirichlet(np.ones(n)) for n in legal]).astype(np.float32)
+    if float_obs:
+        obs, dtype = [rng.random((3, 3, 2)).astype(np.float32) for _ in range(plies)], "float32"
+    else:
+        obs = [(rng.random((3, 3, 2)) < 0.4).astype(dtype) for _ in range(plies)]
+    return GameRecord(
+        game="tic_tac_toe", game_id=game_id, init_key=np.array([seed, 1], np.uint32),
+        actions=np.zeros(plies, np.int32), observations=[compress_observation(o) for o in obs],
+        obs_shape=(3, 3, 2), obs_dtype=dtype, to_play=(np.arange(plies) % 2).astype(np.int8), num_legal=legal,
+        legal_actions=legal_actions, policy=policy, child_q=np.zeros(len(policy), np.float32),
+        root_value=rng.uniform(-1, 1, plies).astype(np.float32),
+        rewards=np.array([1.0, -1.0] if seed % 3 else [0.0, 0.0], np.float32), termination="rules",
+        resign_disabled=False, resign_would_have=-1, param_versions=np.array([0, 0]), created=0.0,
+        full_search=rng.random(plies) < 0.8)
+
+
+def reference_sample(records: list[GameRecord], window_positions: int, batch: int, seed: int) -> dict:
+    """The window's promise computed directly from the records: keep whole games, oldest out while the
+    rest hold `window_positions`; draw positions uniformly (oldest first) with default_rng(seed)."""
+    kept: list[GameRecord] = []
+    for r in records:
+        kept.append(r)
+        while len(kept) > 1 and sum(g.plies for g in kept) - kept[0].plies >= window_positions:
+            kept.pop(0)
+    where = [(g, t) for g in kept for t in range(g.plies)]
+    flat = np.random.default_rng(seed).integers(0, len(where), size=batch)
+    out = {"obs": [], "legal": np.full((batch, 9), -1), "policy": np.zeros((batch, 9)), "z": [], "q": [], "w": []}
+    for b, i in enumerate(flat):
+        g, t = where[i]
+        lo, hi = g.offsets()[t], g.offsets()[t + 1]
+        out["obs"].append(g.observation(t))
+        out["legal"][b, : hi - lo] = g.legal_actions[lo:hi]
+        out["policy"][b, : hi - lo] = g.policy[lo:hi]
+        out["z"].append(g.outcome()[t])
+        out["q"].append(g.root_value[t])
+        out["w"].append(g.full_search[t])
+    out["positions"] = len(where)
+    return out
+
+
+@pytest.mark.parametrize("float_from", [None, 150])
+def test_window_samples_exactly_the_positions_a_direct_computation_draws(tmp_path, float_from):
+    """~300 games of 1-30 plies through a 200-position window: the ring arrays wrap and grow many
+    times; every sample equals a direct computation from the records. With `float_from`, a game whose
+    observations do not pack switches the window to raw observations midway."""
+    rng = np.random.default_rng(0)
+    dtype = "bool" if float_from is None else "float32"
+    records = [varied_record(f"g{i}", int(rng.integers(1, 31)), seed=i, dtype=dtype,
+                             float_obs=float_from is not None and i >= float_from) for i in range(300)]
+    buf = ReplayBuffer(tmp_path, ReplayConfig(window_positions=200), num_actions=9, max_legal_actions=9)
+    for i, r in enumerate(records):
+        buf.add(encode(r))
+        if i % 37 == 36 or i == len(records) - 1:
+            want = reference_sample(records[: i + 1], 200, 64, seed=i)
+            got = buf.sample(64, seed=i, unpack=True)
+            assert buf.size() == want["positions"]
+            np.testing.assert_array_equal(got.observation, np.stack(want["obs"]))
+            np.testing.assert_array_equal(got.legal_actions, want["legal"])
+            np.testing.assert_array_equal(got.policy, want["policy"].astype(np.float32))
+            np.testing.assert_array_equal(got.z, want["z"])
+            np.testing.assert_array_equal(got.q, want["q"])
+            np.testing.assert_array_equal(got.policy_weight, np.asarray(want["w"], np.float32))
+    packed = buf.sample(8, seed=1)
+    if float_from is None:  # what the learner gets: packed, and exactly the unpacked sample
+        assert isinstance(packed.observation, packing.PackedObservation)
+        np.testing.assert_array_equal(packing.unpack(packed.observation, (3, 3, 2), dtype),
+                                      buf.sample(8, seed=1, unpack=True).observation)
+    else:
+        assert packed.observation.dtype == np.float32 and packed.observation.shape == (8, 3, 3, 2)
+    # memory: the window holds < 200 + 30 positions; its arrays at most a few times that
+    assert 200 <= buf.size() < 230 and buf.stats().window_bytes < 40 * 1024 + 8 * 230 * (9 * 8 + 64)
