@@ -8,15 +8,20 @@
 `learner.placement` in the config picks between the two (selfplay/learners.py). `replay` is a Ray
 handle whose `sample(batch_size, seed, opponent)` returns a batch (a TrainingBatch; `opponent`: with the
 opponent's reply, for a network with that head), `store` one whose
-`publish(version, variables)` takes the variables: the learner knows neither class. Each step takes
-the batch requested one step earlier (so sampling overlaps training) and every `publish_every`
-steps the variables go to the parameter store, where actors pick them up. With `learner.devices`
+`publish(version, variables)` takes the variables: the learner knows neither class. It keeps
+`prefetch_batches` sample requests in flight (sampling overlaps training; a batch arrives with its
+observations bit-packed, ~1.4 KB per chess position, and is unpacked inside the jitted step on the
+device), dispatches steps without waiting for them (JAX's asynchronous dispatch) and reads the
+metrics once per call. Every `publish_every` steps the variables go to the parameter store, where
+actors pick them up. With `learner.devices`
 other than 1 the state is replicated over that many devices and each batch split between them
 (learner/parallel.py): the same update, computed in parallel.
 """
 from __future__ import annotations
 
+import collections
 import os
+import time
 
 import jax
 import numpy as np
@@ -45,7 +50,8 @@ class Learner:
                  state: TrainState, replay, store):
         game = games.make(game_name)
         net = models.make_network(network_cfg, game.spec)
-        self._train_step = make_train_step(net, cfg, symmetry.of(game_name))
+        self._train_step = make_train_step(net, cfg, symmetry.of(game_name), obs_spec=jax.ShapeDtypeStruct(
+            game.spec.observation_shape, game.observation_dtype))
         self._cfg = cfg
         self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
         self._state = jax.device_put(state, self._replicated)
@@ -53,23 +59,36 @@ class Learner:
         self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store
         self._opponent = network_cfg.opponent_policy_head  # sample the opponent's reply as a target
-        self._next_batch = None  # ObjectRef of the batch the next step trains on
+        # ObjectRefs of the batches of the next steps, oldest first (the step each is for: _step + i)
+        self._batches: collections.deque = collections.deque()
+
+    def _request_batches(self, upto_steps: int) -> None:
+        """Keeps sample requests in flight for the next `upto_steps` steps (at most prefetch_batches)."""
+        want = min(max(upto_steps, 1), self._cfg.prefetch_batches)
+        while len(self._batches) < want:
+            seed = sample_seed(self._rng, self._step + len(self._batches))
+            self._batches.append(self._replay.sample.remote(self._cfg.batch_size, seed, self._opponent))
 
     def train(self, num_steps: int) -> TrainResult:
-        """Runs `num_steps` (>= 1) training steps; returns the step reached and the last step's metrics."""
+        """Runs `num_steps` (>= 1) training steps; returns the step reached, the last step's metrics
+        and the call's time, of which waiting for batches."""
         metrics = {}
-        B = self._cfg.batch_size
-        for _ in range(num_steps):
-            if self._next_batch is None:
-                self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step), self._opponent)
-            batch = jax.device_put(ray.get(self._next_batch), self._split)
+        t0, waited = time.perf_counter(), 0.0
+        for i in range(num_steps):
+            self._request_batches(num_steps - i)
+            t_wait = time.perf_counter()
+            batch = ray.get(self._batches.popleft())
+            waited += time.perf_counter() - t_wait
+            batch = jax.device_put(batch, self._split)
             with stops_deferred():  # the step donates the old state: a stop between it and the assignment loses both
                 self._state, metrics = self._train_step(self._state, batch)
                 self._step += 1
-            self._next_batch = self._replay.sample.remote(B, sample_seed(self._rng, self._step), self._opponent)
             if self._step % self._cfg.publish_every == 0:
                 self.publish()
-        return TrainResult(step=self._step, metrics=TrainMetrics.of(jax.device_get(metrics)))
+        self._request_batches(self._cfg.prefetch_batches)  # the next call's first batches, sampled meanwhile
+        metrics = TrainMetrics.of(jax.device_get(metrics))  # waits for the steps dispatched above
+        return TrainResult(step=self._step, metrics=metrics, steps=num_steps,
+                           seconds=time.perf_counter() - t0, batch_wait_seconds=waited)
 
     def publish(self) -> None:
         self._store.publish.remote(self._step, self.variables())

@@ -30,6 +30,9 @@ class TrainResult:
 
     step: int  # learner steps taken in all (the train state's step)
     metrics: TrainMetrics  # of the call's last step
+    steps: int = 0  # steps this call trained
+    seconds: float = 0.0  # wall time of the call
+    batch_wait_seconds: float = 0.0  # of which waiting for replay batches (the rest: transfer and steps)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,8 @@
     state, metrics = step(state, batch)      # jitted
 
 `batch` is what `ReplayBuffer.sample` returns, a `TrainingBatch` (replay/messages.py; any pytree
-with these attributes does): observation [B, *obs_shape], legal_actions [B, W] (pgx ids, -1 pads),
+with these attributes does): observation [B, *obs_shape] or its games.packing.PackedObservation
+(unpacked inside the step, on the device), legal_actions [B, W] (pgx ids, -1 pads),
 policy [B, W] (pi over those moves), z [B]. The network's logits are gathered at the legal moves
 inside the jitted step and log p is taken over those alone (no dense [B, A] targets).
 """
@@ -18,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from games import symmetry
+from games import packing, symmetry
 from learner.config import LearnerConfig
 from search import slots
 
@@ -135,10 +136,12 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
     return loss, (updates.get("batch_stats", batch_stats), metrics)
 
 
-def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transform, ...] = ()):
+def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transform, ...] = (),
+                    obs_spec: jax.ShapeDtypeStruct | None = None):
     """jitted (TrainState, batch) -> (TrainState, metrics incl. learning_rate, l2 norm). With
     `cfg.augment`, each position of the batch (a NamedTuple) first goes under one of `transforms`,
-    drawn from the state's RNG and step (a resumed run draws the same)."""
+    drawn from the state's RNG and step (a resumed run draws the same). `obs_spec`: one
+    position's shape and dtype, needed for batches of packed observations."""
     optimizer = make_optimizer(cfg)
     schedule = learning_rate(cfg)
     if cfg.augment and len(transforms) < 2:
@@ -146,6 +149,10 @@ def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transfor
 
     @functools.partial(jax.jit, donate_argnums=0)  # the old state's buffers are reused in place
     def step(state: TrainState, batch: Batch):
+        if isinstance(batch.observation, packing.PackedObservation):
+            if obs_spec is None:
+                raise ValueError("packed observations need make_train_step(..., obs_spec=their shape and dtype)")
+            batch = batch._replace(observation=packing.unpack(batch.observation, obs_spec.shape, obs_spec.dtype))
         if cfg.augment:
             key = jax.random.fold_in(jax.random.fold_in(state.rng, 0xA5), state.step)
             if getattr(batch, "opponent_legal_actions", None) is not None:  # the same transform per position

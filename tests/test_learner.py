@@ -322,3 +322,21 @@ def test_augmented_training_teaches_the_mirror_image_it_never_saw():
 def test_augment_for_a_game_without_symmetry_is_a_one_line_config_error():
     with pytest.raises(ConfigError, match="chess has no board symmetry"):
         load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.augment=true"])
+
+
+def test_a_packed_batch_trains_exactly_as_its_plain_observations():
+    """The replay buffer sends observations bit-packed (games/packing.py); the step unpacks them on
+    the device: the same update and metrics as the plain batch, bit for bit."""
+    from games import packing
+    game, net, batch = ttt_setup()
+    cfg = LearnerConfig(lr_values=(0.05,), lr_boundaries=(), batch_size=32)
+    spec = jax.ShapeDtypeStruct(game.spec.observation_shape, game.observation_dtype)
+    packed = batch._replace(observation=packing.pack(np.asarray(batch.observation)))
+    fresh = lambda: init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(0))
+    plain_state, plain = make_train_step(net, cfg)(fresh(), batch)
+    packed_state, got = make_train_step(net, cfg, obs_spec=spec)(fresh(), packed)
+    for a, b in zip(jax.tree.leaves(plain_state.params), jax.tree.leaves(packed_state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert {k: float(v) for k, v in plain.items()} == {k: float(v) for k, v in got.items()}
+    with pytest.raises(ValueError, match="obs_spec"):
+        make_train_step(net, cfg)(fresh(), packed)
