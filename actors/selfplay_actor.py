@@ -8,6 +8,12 @@ Every ply: search all B games, record each position (observation, legal moves, p
 value), check resignation, step the games. A finished game (rules, the game's ply cap as a draw, or
 resignation) is encoded and sent to the replay buffer and its slot restarts with a fresh game.
 Newer parameters are pulled with one `get_newer` call kept in flight and polled without waiting.
+
+On an accelerator the ply's device work is one jitted search plus one jitted observe (the
+observation packed on the device, games/packing.py: 1.4 KB per chess position crosses to the host,
+not 30 KB of float32) and one step; the host's share (the resignation test, vectorised over the
+batch, and each game's log) runs while the device already searches the next ply: JAX dispatches
+asynchronously, so the next search is queued before the host records this one.
 """
 from __future__ import annotations
 
@@ -26,7 +32,8 @@ import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
 from configs.runtime import pin_threads
-from replay.record import GameRecord, compress_observation, encode
+from games import packing
+from replay.record import GameRecord, encode
 
 
 @dataclasses.dataclass
@@ -36,7 +43,7 @@ class _GameLog:
     init_key: np.ndarray
     resign_disabled: bool
     first_version: int
-    obs: list = dataclasses.field(default_factory=list)
+    obs: list = dataclasses.field(default_factory=list)  # packed observations (games/packing.py to_bytes)
     to_play: list = dataclasses.field(default_factory=list)
     num_legal: list = dataclasses.field(default_factory=list)
     legal_actions: list = dataclasses.field(default_factory=list)
@@ -93,14 +100,13 @@ class SelfPlayActor:
         self._pull = None
         self.games_started = 0
         B = actor_cfg.games_per_actor
-        self._step = jax.jit(self.game.step)
-        self._observe = jax.jit(lambda s: (self.game.observe(s), self.game.current_player(s)))
-        self._finish = jax.jit(lambda s: (self.game.terminal(s), s.truncated, self.game.rewards(s)))
+        self._observe = jax.jit(lambda s: (packing.pack(self.game.observe(s)), self.game.current_player(s)))
+        self._advance = jax.jit(self._advance_fn)
         self._reset = jax.jit(self._reset_fn)
         keys = self._new_keys(B)
         self.states = jax.jit(self.game.init)(jnp.asarray(keys))
         self.logs = [self._new_log(k) for k in keys]
-        self.obs_dtype = str(np.dtype(self.game.observe(self.states).dtype))
+        self.obs_dtype = str(np.dtype(self.game.observation_dtype))
         self.reuse = None  # search.reuse_tree: the last search's tree, the slot each game played, kept rows
         if search_cfg.reuse_tree:
             _, tree = jax.eval_shape(self.search, self.variables, self.states, self.key)
@@ -120,6 +126,11 @@ class SelfPlayActor:
         if self.opening_lines:
             log.opening = self.opening_lines[int(self.rng.integers(len(self.opening_lines)))]
         return log
+
+    def _advance_fn(self, states, action):
+        """Plays `action` [B]; the new states and whether each game ended (terminal, capped) with its rewards."""
+        states = self.game.step(states, action)
+        return states, (self.game.terminal(states), states.truncated, self.game.rewards(states))
 
     def _reset_fn(self, states, keys, mask):
         fresh = self.game.init(keys)
@@ -144,45 +155,58 @@ class SelfPlayActor:
         return pin_threads(cores)
 
     # -- play ------------------------------------------------------------------------------------
+    def _dispatch(self):
+        """Queues this ply's search and packed observation on the device; returns without waiting:
+        (search output, tree or None, packed observation, player to move, full search?, parameter version)."""
+        self._poll_parameters()
+        self.key, key = jax.random.split(self.key)
+        full = self.fast_search is None or self.rng.random() < self.cfg.full_search_fraction
+        tree = None
+        if self.reuse is not None:
+            if self.reuse_version != self.version:  # new weights: the old tree's values are stale
+                self.reuse = self.reuse._replace(keep=jnp.zeros_like(self.reuse.keep))
+                self.reuse_version = self.version
+            out, tree = self.search(self.variables, self.states, key, self.reuse)
+        else:
+            out = (self.search if full else self.fast_search)(self.variables, self.states, key)
+        return (out, tree, *self._observe(self.states), full, self.version)
+
     def play(self, num_plies: int) -> PlayReport:
         """Advances every game `num_plies` plies; returns after finished games are acknowledged."""
         acks, finished, positions = [], [], 0
         t0 = time.perf_counter()
-        for _ in range(num_plies):
-            self._poll_parameters()
-            self.key, key = jax.random.split(self.key)
-            full = self.fast_search is None or self.rng.random() < self.cfg.full_search_fraction
-            if self.reuse is not None:
-                if self.reuse_version != self.version:  # new weights: the old tree's values are stale
-                    self.reuse = self.reuse._replace(keep=jnp.zeros_like(self.reuse.keep))
-                    self.reuse_version = self.version
-                out, tree = self.search(self.variables, self.states, key, self.reuse)
-            else:
-                out = (self.search if full else self.fast_search)(self.variables, self.states, key)
-            obs, to_play = jax.device_get(self._observe(self.states))
-            action, slots, visits, pi, q, v = jax.device_get(
-                (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value))
+        pending = self._dispatch()
+        for ply in range(num_plies):
+            out, tree, packed, to_play, full, version = pending
+            action, slots, visits, pi, q, v, packed, to_play = jax.device_get(
+                (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value,
+                 packed, to_play))
             action = self._opening_moves(action, slots)
-            resign = self._record_ply(obs, to_play, action, slots, visits, pi, q, v, full)
+            resign = self._resignations(to_play, slots, visits, q, v, version)
             if self.reuse is not None:  # the played move's subtree, unless a game ends or resigns here
                 played = slots == action[:, None]
                 self.reuse = search_lib.Reuse(tree, jnp.asarray(np.argmax(played, axis=1), jnp.int32),
                                               jnp.asarray(played.any(axis=1) & (resign < 0)))
-            self.states = self._step(self.states, jnp.asarray(action))
-            positions += len(self.logs)
-            done, capped, rewards = jax.device_get(self._finish(self.states))
+            self.states, ends = self._advance(self.states, jnp.asarray(action))
+            done, capped, rewards = jax.device_get(ends)
             ended = done | (resign >= 0)
-            if ended.any():
-                for b in np.flatnonzero(ended):
-                    record = self._close_game(b, rewards[b], bool(capped[b]), int(resign[b]))
-                    acks.append(self.replay.add.remote(encode(record)))
-                    finished.append(record)
-                keys = self._new_keys(len(self.logs))
+            keys = self._new_keys(len(self.logs)) if ended.any() else None
+            if keys is not None:
                 self.states = self._reset(self.states, jnp.asarray(keys), jnp.asarray(ended))
                 if self.reuse is not None:
                     self.reuse = self.reuse._replace(keep=self.reuse.keep & ~jnp.asarray(ended))
-                for b in np.flatnonzero(ended):
-                    self.logs[b] = self._new_log(keys[b])
+            if ply + 1 < num_plies:
+                pending = self._dispatch()  # the device searches the next ply while the host logs this one
+            self._record_ply(packed, to_play, action, slots, pi, q, v, full, resign)
+            positions += len(self.logs)
+            frames = []
+            for b in np.flatnonzero(ended):
+                record = self._close_game(b, rewards[b], bool(capped[b]), int(resign[b]), version)
+                frames.append(encode(record))
+                finished.append(record)
+                self.logs[b] = self._new_log(keys[b])
+            if frames:
+                acks.append(self.replay.add_many.remote(frames))
         ray.get(acks)  # durable before we report them
         return PlayReport(
             actor=self.actor_id, games=len(finished), positions=positions,
@@ -203,35 +227,45 @@ class SelfPlayActor:
                 action[b] = self.rng.choice(slots[b][slots[b] >= 0])
         return action
 
-    def _record_ply(self, obs, to_play, action, slots, visits, pi, q, v, full: bool) -> np.ndarray:
-        """Logs each game's position; returns [B] the resigning pgx player id or -1."""
+    def _resignations(self, to_play, slots, visits, q, v, version: int) -> np.ndarray:
+        """[B] the pgx player id resigning each game before this ply's move, or -1 (`version`: the
+        parameters that searched it). A game of the never-resign fraction only notes who would have
+        resigned first."""
         resign = np.full(len(self.logs), -1)
-        for b, log in enumerate(self.logs):
-            n = int(np.sum(slots[b] >= 0))
-            ply = len(log.actions)
-            visited = q[b, :n][visits[b, :n] > 0]  # child Q (side to move) of the searched moves
-            best = visited.max() if visited.size else v[b]
-            hopeless = v[b] < self.cfg.resign_threshold and best < self.cfg.resign_threshold
-            active = self.cfg.resign_enabled and self.version >= self.cfg.resign_after_version
-            if active and hopeless and ply >= self.cfg.resign_min_plies:
-                if log.resign_disabled:
-                    if log.would_resign < 0:
-                        log.would_resign = int(to_play[b])
-                else:
-                    resign[b] = int(to_play[b])
-                    continue  # the game ends before this position's move
-            log.obs.append(compress_observation(obs[b]))
-            log.to_play.append(int(to_play[b]))
-            log.num_legal.append(n)
-            log.legal_actions.append(slots[b, :n])
-            log.policy.append(pi[b, :n])
-            log.child_q.append(q[b, :n])
-            log.root_value.append(float(v[b]))
-            log.actions.append(int(action[b]))
-            log.full_search.append(full)
+        if not (self.cfg.resign_enabled and version >= self.cfg.resign_after_version):
+            return resign
+        visited = (visits > 0) & (slots >= 0)  # child Q (side to move) of the searched moves
+        best = np.where(visited.any(axis=1), np.where(visited, q, -np.inf).max(axis=1), v)
+        plies = np.array([len(log.actions) for log in self.logs])
+        hopeless = (v < self.cfg.resign_threshold) & (best < self.cfg.resign_threshold)
+        for b in np.flatnonzero(hopeless & (plies >= self.cfg.resign_min_plies)):
+            log = self.logs[b]
+            if not log.resign_disabled:
+                resign[b] = int(to_play[b])
+            elif log.would_resign < 0:
+                log.would_resign = int(to_play[b])
         return resign
 
-    def _close_game(self, b: int, rewards: np.ndarray, capped: bool, resigner: int) -> GameRecord:
+    def _record_ply(self, packed, to_play, action, slots, pi, q, v, full: bool, resign) -> None:
+        """Logs each game's position, except where its player resigned before moving."""
+        n = np.sum(slots >= 0, axis=1)
+        rows = packing.to_bytes(packed)
+        for b, log in enumerate(self.logs):
+            if resign[b] >= 0:
+                continue  # the game ends before this position's move
+            k = n[b]
+            log.obs.append(rows[b])
+            log.to_play.append(to_play[b])
+            log.num_legal.append(k)
+            log.legal_actions.append(slots[b, :k].copy())  # copies: a view would keep the whole ply alive
+            log.policy.append(pi[b, :k].copy())
+            log.child_q.append(q[b, :k].copy())
+            log.root_value.append(v[b])
+            log.actions.append(action[b])
+            log.full_search.append(full)
+
+    def _close_game(self, b: int, rewards: np.ndarray, capped: bool, resigner: int, version: int) -> GameRecord:
+        """Game b's record; `version`: the parameters that played its last move."""
         log = self.logs[b]
         if resigner >= 0:
             rewards = np.where(np.arange(2) == resigner, -1.0, 1.0).astype(np.float32)
@@ -243,12 +277,12 @@ class SelfPlayActor:
             game=self.game.name, game_id=f"{self.session}-a{self.actor_id}-g{log.serial}",
             init_key=log.init_key, actions=np.asarray(log.actions, np.int32), observations=log.obs,
             obs_shape=tuple(self.game.spec.observation_shape),
-            obs_dtype=self.obs_dtype,
+            obs_dtype=self.obs_dtype, obs_encoding="packed",
             to_play=np.asarray(log.to_play, np.int8), num_legal=np.asarray(log.num_legal, np.int16),
             legal_actions=cat(log.legal_actions, np.int32), policy=cat(log.policy, np.float32),
             child_q=cat(log.child_q, np.float32), root_value=np.asarray(log.root_value, np.float32),
             rewards=np.asarray(rewards, np.float32), termination=termination,
             resign_disabled=log.resign_disabled, resign_would_have=log.would_resign,
             full_search=np.asarray(log.full_search, bool),
-            param_versions=np.asarray([log.first_version, self.version], np.int64), created=time.time(),
+            param_versions=np.asarray([log.first_version, version], np.int64), created=time.time(),
         )

@@ -47,7 +47,7 @@ def test_sample_weights_policies_by_the_plies_full_search(tmp_path):
     rec = make_record("pcr", 6, seed=4)
     rec.full_search = np.array([1, 0, 1, 0, 0, 1], bool)
     buf.add(encode(rec))
-    batch = buf.sample(64, seed=3)
+    batch = buf.sample(64, seed=3, unpack=True)
     for b in range(64):
         t = next(t for t in range(6) if np.array_equal(rec.observation(t), batch.observation[b]))
         assert batch.policy_weight[b] == float(rec.full_search[t])
@@ -85,7 +85,7 @@ def tic_tac_toe_actor(cfg: SelfPlayConfig, seed: int, **kwargs) -> tuple[SelfPla
     variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
     records = []
     store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
-    replay = type("Replay", (), {"add": _Remote(lambda data: records.append(decode(data)))})()
+    replay = type("Replay", (), {"add_many": _Remote(lambda frames: records.extend(decode(f) for f in frames))})()
     actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, cfg.actors, replay, store, seed=seed, **kwargs)
     return actor, records
 
