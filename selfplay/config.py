@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Literal, Optional, get_args
 
 from actors.config import ActorConfig
 from configs.loader import check_at_least
@@ -16,6 +16,8 @@ from models import NetworkConfig
 from models.network import check_game
 from replay.config import ReplayConfig
 from search.config import SearchConfig
+
+GpuMemory = Literal["share", "grow", "preallocate"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +80,12 @@ class SelfPlayConfig:
     # last core, so the XLA thread pools of two processes stop trading places on a small machine
     # (connect four on 2 cores: docs/selfplay.md#throughput). Ignored with --ray-address.
     pin_cpus: bool = False
+    # GPU memory of the run's JAX processes (selfplay/gpu.py): "share" bounds each: the driver (and a
+    # learner trained there) `driver_gpu_share` of its GPU, a self-play actor its actors.num_gpus fraction
+    # of the rest, a process without a GPU share on the CPU; "grow": no preallocation, no bound;
+    # "preallocate": JAX's default 75% per process (only where each process owns its GPU)
+    gpu_memory: GpuMemory = "share"
+    driver_gpu_share: float = 0.25  # the driver's share of its GPU's memory under gpu_memory=share
     log_every_seconds: float = 10.0  # TensorBoard scalars and non-TTY progress lines
     sample_game_every: int = 20  # append every n-th finished game to games.pgn (chess)
     freeze_corpus_on_exit: bool = False  # write runs/<name>/corpus/ (immutable) when the run stops
@@ -95,6 +103,10 @@ class SelfPlayConfig:
             raise ValueError(f"learner.augment: {self.game} has no board symmetry (connect_four, tic_tac_toe and "
                              f"go_* have); set learner.augment=false")
         check_game(self.network, self.game)
+        if self.gpu_memory not in get_args(GpuMemory):
+            raise ValueError(f"gpu_memory must be one of {get_args(GpuMemory)}, got {self.gpu_memory!r}")
+        if not 0.0 < self.driver_gpu_share < 1.0:
+            raise ValueError(f"driver_gpu_share must be in (0, 1), got {self.driver_gpu_share:g}")
         if self.search.reuse_tree and self.actors.full_search_fraction < 1.0:
             raise ValueError("search.reuse_tree keeps one tree size per actor; playout cap randomization "
                              "(actors.full_search_fraction < 1) mixes two: set one of them off")

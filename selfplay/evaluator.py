@@ -389,8 +389,10 @@ class EvaluatorHandle:
         except ValueError as e:
             from selfplay.run import RunError
             raise RunError(f"evaluation.engines: {e}") from None
+        from selfplay.gpu import process_env
         self.actor = ray.remote(Evaluator).options(
             num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, max_restarts=3,
+            runtime_env={"env_vars": process_env(self.cfg.num_gpus, cfg)},
             **placement).remote(str(run_dir), cfg, store)
         try:
             done = ray.get(self.actor.evaluated_steps.remote(), timeout=300)

@@ -5,12 +5,13 @@
     learner.start(n)
     result = learner.poll(ready_refs)                    # TrainResult once the call has finished, else None
 
-A local learner trains one step per call, synchronously (the run serves its actors between steps);
-its result is ready at once. A remote learner trains up to `publish_every` steps per call alongside
-the run, which waits on `in_flight()` together with the actors' calls.
+Both train up to `publish_every` steps per call alongside the run's loop: a local learner in a
+thread of this process (JAX and Ray's calls release the GIL, so the loop keeps serving the actors),
+a remote one in its Ray actor, whose call the run waits on with `in_flight()` beside the actors'.
 """
 from __future__ import annotations
 
+import threading
 from typing import Collection, Optional, Protocol
 
 import ray
@@ -53,39 +54,57 @@ class LearnerHandle(Protocol):
 
 
 class LocalLearner:
-    """Trains in this process, one step per call, synchronously."""
+    """Trains in a thread of this process, up to `publish_every` steps per call."""
 
     def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
         self._learner = Learner(cfg.game, cfg.network, cfg.learner, state, replay, store)
-        self._result: Optional[TrainResult] = None
+        self._max_steps = cfg.learner.publish_every
+        self._thread: Optional[threading.Thread] = None
+        self._outcome: list = []  # the call's TrainResult, or the exception it raised
 
     def steps_per_call(self, steps_allowed: int) -> int:
-        return 1  # the run serves its actors between steps
+        return max(1, min(steps_allowed, self._max_steps))
 
     def start(self, num_steps: int) -> None:
-        self._result = self._learner.train(num_steps)
+        def call():
+            try:
+                self._outcome.append(self._learner.train(num_steps))
+            except BaseException as e:  # re-raised in the run's thread by wait()
+                self._outcome.append(e)
+        self._outcome = []
+        self._thread = threading.Thread(target=call, name="learner", daemon=True)
+        self._thread.start()
 
     def busy(self) -> bool:
-        return self._result is not None
+        return self._thread is not None
 
     def in_flight(self) -> list:
         return []
 
     def poll(self, ready: Collection) -> Optional[TrainResult]:
-        result, self._result = self._result, None
-        return result
+        if self._thread is None or self._thread.is_alive():
+            return None
+        return self.wait()
 
     def wait(self) -> TrainResult:
-        return self.poll(())
+        thread, self._thread = self._thread, None
+        thread.join()
+        outcome = self._outcome.pop()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     def train_state(self) -> TrainState:
+        if self._thread is not None:  # never read the state while a step may donate it
+            raise RuntimeError("the learner is training: wait() for its call first")
         return self._learner.train_state()
 
     def location(self) -> LearnerLocation:
         return self._learner.location()
 
     def close(self) -> None:
-        pass
+        if self._thread is not None:
+            self._thread.join()
 
 
 class RemoteLearner:
@@ -93,8 +112,11 @@ class RemoteLearner:
 
     def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
         self._max_steps = cfg.learner.publish_every
-        self._actor = ray.remote(Learner).options(num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus) \
-            .remote(cfg.game, cfg.network, cfg.learner, state, replay, store)
+        from selfplay.gpu import process_env
+        self._actor = ray.remote(Learner).options(
+            num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus,
+            runtime_env={"env_vars": process_env(cfg.learner.num_gpus, cfg)},
+        ).remote(cfg.game, cfg.network, cfg.learner, state, replay, store)
         self._ref = None  # the train call in flight
 
     def steps_per_call(self, steps_allowed: int) -> int:

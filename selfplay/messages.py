@@ -9,7 +9,8 @@ defined here.
     TrainResult     learner -> run         learner/messages.py (with TrainMetrics)
     LearnerLocation learner -> run         learner/messages.py
     EvalReport      evaluator -> run       selfplay/evaluator.py
-    RunSummary      run -> selfplay.py     here (printed as JSON via dataclasses.asdict)
+    RunSummary      run -> selfplay.py     here (printed as JSON via dataclasses.asdict), with
+    LearnerFigures and GpuFigures
 """
 from __future__ import annotations
 
@@ -22,6 +23,28 @@ from replay.messages import ReplayStats, TrainingBatch
 from selfplay.evaluator import EvalReport
 
 StopReason = Literal["max_steps", "max_minutes", "interrupted"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerFigures:
+    """How the learner kept up over a session of the run."""
+
+    steps: int  # training steps this session (the first call's, which compiles the step, not counted here)
+    samples_per_s_training: float  # batch_size x steps / seconds_training: its rate while it trains
+    seconds_training: float  # wall time of its training calls (it idles while the train ratio holds it)
+    seconds_waiting_for_batches: float  # of which waiting for replay batches
+    train_ratio: float  # samples trained per position generated this session (cf. learner.train_ratio)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuFigures:
+    """The node's GPUs over a session of the run (NVML; selfplay/gpu.py)."""
+
+    names: tuple[str, ...]  # one per GPU, e.g. "NVIDIA H100 80GB HBM3"
+    busy_mean: Optional[float]  # % of time a kernel ran, mean over the GPUs and the session
+    busy_mean_after_first_minute: Optional[float]  # ... without the first minute (compiles, warm-up)
+    memory_peak_gb: Optional[float]  # the most GiB in use on one GPU (every process)
+    memory_total_gb: float  # GiB per GPU
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +65,11 @@ class RunSummary:
     actor_restarts: int  # self-play actors Ray restarted after their process died (kill -9, OOM)
     actor_nodes: tuple[str, ...]  # Ray nodes the actors ran on
     evaluation: Optional[EvalReport] = None  # the latest in-run evaluation (evaluation.enabled)
+    positions_per_s: float = 0.0  # positions generated per second this session
+    positions_per_s_after_first_minute: Optional[float] = None  # ... without its first minute (None: shorter)
+    learner_figures: Optional[LearnerFigures] = None  # the learner's rate and achieved train ratio
+    gpus: Optional[GpuFigures] = None  # GPU busy % and memory (None: no NVIDIA GPU on this node)
 
 
-__all__ = ["EvalReport", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
+__all__ = ["EvalReport", "GpuFigures", "LearnerFigures", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
            "TrainResult", "TrainingBatch"]

@@ -1,8 +1,9 @@
 """What a running self-play job shows: a rich live table on a terminal, TensorBoard scalars always.
 
 TensorBoard (runs/<name>/tb): loss/{total,policy,value,wdl}, policy_entropy, learning_rate,
-selfplay/{games_per_s, positions_per_s, mean_game_length}, learner/samples_per_s, replay/{buffer_positions,
-games_total}, outcome/{first_player_wins, draws, first_player_losses} (fractions), resign/{rate,
+selfplay/{games_per_s, positions_per_s, mean_game_length}, learner/{samples_per_s, samples_per_s_training,
+train_ratio, batch_wait_share}, gpu/{busy, memory_gb} (per GPU with several), replay/{buffer_positions,
+buffer_mb, games_total}, outcome/{first_player_wins, draws, first_player_losses} (fractions), resign/{rate,
 false_positive_rate}; with the in-run evaluator eval/{elo, elo_lower, elo_upper, score_vs_random,
 mates_search, mates_policy, seconds} at the evaluated network's step.
 """
@@ -18,7 +19,8 @@ from rich.table import Table
 from tensorboardX import SummaryWriter
 
 from selfplay.config import SelfPlayConfig
-from selfplay.messages import EvalReport, PlayReport, ReplayStats, TrainMetrics
+from selfplay.gpu import GpuSample, describe
+from selfplay.messages import EvalReport, LearnerFigures, PlayReport, ReplayStats, TrainMetrics
 
 
 def elo_text(report: Optional[EvalReport]) -> str:
@@ -63,7 +65,8 @@ class Progress:
     def trained(self, step: int, batch: int) -> None:
         self.samples += batch
 
-    def update(self, step: int, metrics: Optional[TrainMetrics], replay_stats: Optional[ReplayStats]) -> None:
+    def update(self, step: int, metrics: Optional[TrainMetrics], replay_stats: Optional[ReplayStats],
+               gpus: tuple[GpuSample, ...] = (), learner: Optional[LearnerFigures] = None) -> None:
         now = time.monotonic()
         dt = now - self.t_rate
         if dt >= 5.0:
@@ -75,15 +78,26 @@ class Progress:
             return
         if now - self.last_tb >= self.cfg.log_every_seconds:
             self.last_tb = now
-            self._tensorboard(step, metrics, replay_stats)
+            self._tensorboard(step, metrics, replay_stats, gpus, learner)
         if self.live:
-            self.live.update(self._table(step, metrics, replay_stats))
+            self.live.update(self._table(step, metrics, replay_stats, gpus, learner))
         elif now - self.last_line >= self.cfg.log_every_seconds:
             self.last_line = now
-            print(self._line(step, metrics, replay_stats), flush=True)
+            print(self._line(step, metrics, replay_stats, gpus, learner), flush=True)
 
-    def _tensorboard(self, step: int, m: Optional[TrainMetrics], r: ReplayStats) -> None:
+    def _tensorboard(self, step: int, m: Optional[TrainMetrics], r: ReplayStats, gpus: tuple[GpuSample, ...],
+                     learner: Optional[LearnerFigures]) -> None:
         w = self.writer
+        for g in gpus:
+            suffix = "" if len(gpus) == 1 else f"_{g.index}"
+            w.add_scalar(f"gpu/busy{suffix}", g.busy, step)
+            w.add_scalar(f"gpu/memory_gb{suffix}", g.memory_used_gb, step)
+        if learner is not None:
+            w.add_scalar("learner/samples_per_s_training", learner.samples_per_s_training, step)
+            w.add_scalar("learner/train_ratio", learner.train_ratio, step)
+            if learner.seconds_training:
+                w.add_scalar("learner/batch_wait_share", learner.seconds_waiting_for_batches / learner.seconds_training,
+                             step)
         if m is not None:
             w.add_scalar("loss/total", m.loss, step)
             w.add_scalar("loss/policy", m.policy_loss, step)
@@ -100,6 +114,7 @@ class Progress:
         w.add_scalar("selfplay/mean_game_length", r.mean_game_length, step)
         w.add_scalar("learner/samples_per_s", self.rates["samples_per_s"], step)
         w.add_scalar("replay/buffer_positions", r.window_positions, step)
+        w.add_scalar("replay/buffer_mb", r.window_bytes / 2**20, step)
         w.add_scalar("replay/games_total", r.games_total, step)
         w.add_scalar("outcome/first_player_wins", r.fraction(r.first_player_wins), step)
         w.add_scalar("outcome/draws", r.fraction(r.draws), step)
@@ -108,14 +123,18 @@ class Progress:
         w.add_scalar("resign/false_positive_rate", r.resign_false_positive_rate, step)
         w.flush()
 
-    def _line(self, step: int, m: Optional[TrainMetrics], r: ReplayStats) -> str:
+    def _line(self, step: int, m: Optional[TrainMetrics], r: ReplayStats, gpus: tuple[GpuSample, ...] = (),
+              learner: Optional[LearnerFigures] = None) -> str:
         loss = f"{m.loss:.3f}" if m is not None else "-"
         return (f"[{time.monotonic() - self.t0:6.0f}s] games {r.games_total}  "
                 f"positions/s {self.rates['positions_per_s']:.1f}  step {step}  loss {loss}  "
                 f"buffer {r.window_positions}  mean plies {r.mean_game_length:.0f}"
+                + (f"  train ratio {learner.train_ratio:.2f}" if learner and learner.steps else "")
+                + (f"  {describe(gpus)}" if gpus else "")
                 + (f"  Elo {self.evaluation.elo:+.0f}" if self.evaluation else ""))
 
-    def _table(self, step: int, m: Optional[TrainMetrics], r: ReplayStats) -> Table:
+    def _table(self, step: int, m: Optional[TrainMetrics], r: ReplayStats, gpus: tuple[GpuSample, ...] = (),
+               learner: Optional[LearnerFigures] = None) -> Table:
         t = Table(title=f"zerochess self-play: {self.cfg.name} ({self.cfg.game})", show_header=False)
         t.add_column(style="bold")
         t.add_column(justify="right")
@@ -124,6 +143,8 @@ class Progress:
             ("games", f"{r.games_total}  ({self.rates['games_per_s']:.2f}/s)"),
             ("positions/s", f"{self.rates['positions_per_s']:.1f}"),
             ("learner step", f"{step}  ({self.rates['samples_per_s']:.0f} samples/s)"),
+            ("train ratio (samples / position)", f"{learner.train_ratio:.2f} of {self.cfg.learner.train_ratio:g}"
+                                                 if learner and learner.steps else "-"),
             ("loss (policy / value)", f"{m.loss:.3f}  ({m.policy_loss:.3f} / {m.value_loss:.3f})"
                                       if m is not None else "-"),
             ("buffer positions", str(r.window_positions)),
@@ -132,6 +153,8 @@ class Progress:
                                              f"{r.fraction(r.draws):.2f} / {r.fraction(r.first_player_losses):.2f}"),
             ("resigned", f"{r.resigned}  (false positives {r.resign_false_positives}/{r.resign_would_have})"),
         ]
+        rows += [(f"GPU{'' if len(gpus) == 1 else g.index} busy / memory",
+                  f"{g.busy:.0f}%  {g.memory_used_gb:.1f} / {g.memory_total_gb:.0f} GiB") for g in gpus]
         if self.cfg.evaluation.enabled:
             rows.append(("Elo (vs random = 0)", elo_text(self.evaluation)))
         for k, v in rows:

@@ -15,10 +15,14 @@ resumed run restores the learner checkpoint (params, optimizer, step, RNG, count
 window from its chunk files; games in progress at the stop are not kept.
 
 The loop repeats three steps over a `RunState` until a stop condition or Ctrl-C, then shuts down:
-    collect   wait briefly for finished actor calls (and a finished training call); restart actors
-    train     start training while the train ratio allows
-    report    progress / TensorBoard, sample games to games.pgn, stop conditions
+    collect   wait briefly for finished actor calls (and a finished training call); send each actor
+              its next call (every actor has two queued, so it never waits for this loop)
+    train     start training while the train ratio allows (a call trains in a thread or a Ray actor)
+    report    progress / TensorBoard (GPU busy and memory, the achieved train ratio), sample games
+              to games.pgn, stop conditions
     shutdown  finish a training call in flight, checkpoint, stop actors and replay -> RunSummary
+
+On GPUs each JAX process takes a bounded share of its GPU's memory (selfplay/gpu.py, `gpu_memory`).
 """
 from __future__ import annotations
 
@@ -46,14 +50,29 @@ from replay.buffer import ReplayBuffer
 from replay.record import RecordError, SchemaError, decode
 from selfplay.config import SelfPlayConfig
 from selfplay.evaluator import EvalRequest, EvaluatorHandle
+from selfplay.gpu import GpuMonitor, apply_driver_share, local_gpu_count, out_of_memory_line, process_env
 from selfplay.learners import LearnerHandle, make_learner
-from selfplay.messages import PlayReport, ReplayStats, RunSummary, StopReason, TrainMetrics, TrainResult
+from selfplay.messages import (
+    GpuFigures,
+    LearnerFigures,
+    PlayReport,
+    ReplayStats,
+    RunSummary,
+    StopReason,
+    TrainMetrics,
+    TrainResult,
+)
 from selfplay.parameter_store import ParameterStore
 from selfplay.progress import Progress
 
 
 class RunError(RuntimeError):
     """A run that cannot start as asked (existing run without --resume, nothing to resume, ...)."""
+
+
+_ACTOR_MEMORY_FIX = ("lower actors.games_per_actor or search.num_simulations, or give each actor a larger "
+                     "share (actors.num_gpus, gpu_memory, driver_gpu_share)")
+_LEARNER_MEMORY_FIX = "lower learner.batch_size, or raise driver_gpu_share (or learner.num_gpus with placement=actor)"
 
 
 _MUST_MATCH_ON_RESUME = ("game", "network")  # what the checkpoints and the replay were made with
@@ -164,6 +183,18 @@ def _prepare_run_dir(cfg: SelfPlayConfig, resume: bool) -> Path:
     return run_dir
 
 
+def _check_local_gpus(cfg: SelfPlayConfig) -> None:
+    """A local run whose actors ask for more GPUs than this machine has would wait forever: one line."""
+    wanted = {"actors.num_gpus": cfg.actors.num_gpus * cfg.actors.num_actors,
+              "learner.num_gpus": cfg.learner.num_gpus if cfg.learner.placement == "actor" else 0.0,
+              "evaluation.num_gpus": cfg.evaluation.num_gpus if cfg.evaluation.enabled else 0.0}
+    have = local_gpu_count()
+    if sum(wanted.values()) > have + 1e-9:
+        asked = ", ".join(f"{k}={v:g}" for k, v in wanted.items() if v)
+        raise RunError(f"the run asks for {sum(wanted.values()):g} GPU(s) ({asked}) and this machine has {have:g}: "
+                       "run it on a GPU machine, or set actors.num_gpus=0 (and those others to 0) to play on the CPU")
+
+
 def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
     """Connects to `address` or starts a small local Ray; returns whether we started it."""
     if ray.is_initialized():
@@ -247,6 +278,9 @@ def _opening_lines(cfg: SelfPlayConfig) -> tuple:
 def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = None,
         show_progress: bool | None = None) -> RunSummary:
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
+    if not ray_address:
+        _check_local_gpus(cfg)
+    apply_driver_share(cfg)  # before this process's first JAX computation starts its GPU backend
     opening_lines = _opening_lines(cfg)  # before the run directory: a bad book leaves nothing behind
     run_dir = _prepare_run_dir(cfg, resume)
     game = games.make(cfg.game)
@@ -295,6 +329,12 @@ class RunState:
     stop_reason: StopReason = "interrupted"
     actor_restarts: list[int] = dataclasses.field(default_factory=list)  # per self-play actor: Ray's restarts
     restarts_checked: float = 0.0  # monotonic time of the last look at them
+    positions_at_start: int = 0  # positions_total when this session began
+    learner_steps: int = 0  # steps this session's training calls took (the first call, which compiles, aside)
+    learner_seconds: float = 0.0  # wall time of those calls
+    learner_wait_seconds: float = 0.0  # of which the learner waited for replay batches
+    warm: Optional[tuple[float, int, int]] = None  # (monotonic time, positions, step) one minute in (warm-up done)
+    learner_calls: int = 0  # training calls finished this session
 
     def samples_trained(self, at_step: int | None = None) -> int:
         """Samples trained at `at_step` (default: the step reached). Exact from the step, even if
@@ -310,10 +350,32 @@ class RunState:
         trained = self.samples_trained(self.step + self.steps_in_flight)
         return int((train_ratio * self.positions_total - trained) // self.batch_size)
 
+    def train_ratio(self) -> float:
+        """Samples trained per position generated, this session (the configured learner.train_ratio
+        once the learner keeps up; 0 before any position)."""
+        made = self.positions_total - self.positions_at_start
+        return (self.step - self.step_base) * self.batch_size / made if made else 0.0
+
+    def learner_figures(self) -> LearnerFigures:
+        busy = self.learner_seconds
+        return LearnerFigures(
+            steps=self.learner_steps, samples_per_s_training=self.learner_steps * self.batch_size / busy if busy else 0.0,
+            seconds_training=busy, seconds_waiting_for_batches=self.learner_wait_seconds,
+            train_ratio=self.train_ratio())
+
     def played(self, report: PlayReport) -> None:
         self.games_total += report.games
         self.positions_total += sum(report.game_plies)
         self.actor_nodes.add(report.node)
+        if self.warm is None and time.monotonic() - self.started >= 60:
+            self.warm = (time.monotonic(), self.positions_total, self.step)
+
+    def warm_positions_per_s(self) -> Optional[float]:
+        """Positions/s since the first minute (compiles and warm-up), or None before it."""
+        if self.warm is None:
+            return None
+        t, positions, _ = self.warm
+        return (self.positions_total - positions) / max(time.monotonic() - t, 1e-9)
 
 
 def cpu_plan(cores: list[int], num_actors: int) -> tuple[list[int], int]:
@@ -339,17 +401,20 @@ class _Session:
         self.state = RunState(
             batch_size=cfg.learner.batch_size, step=int(state.step), samples_base=samples_trained,
             step_base=int(state.step), games_total=stats.games_total, positions_total=stats.positions_total,
-            games_at_start=stats.games_total, next_pgn=(stats.games_total // every + 1) * every,
+            games_at_start=stats.games_total, positions_at_start=stats.positions_total, next_pgn=(stats.games_total // every + 1) * every,
             seconds_base=seconds_total)
         self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store)
         actor_cls = ray.remote(SelfPlayActor)
+        env = {"env_vars": process_env(cfg.actors.num_gpus, cfg)}
         self.actors = [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
-                                         max_restarts=cfg.actors.max_restarts,
+                                         max_restarts=cfg.actors.max_restarts, runtime_env=env,
                                          scheduling_strategy="SPREAD").remote(
                            i, cfg.game, cfg.network, cfg.search, cfg.actors, self.replay, self.store,
                            cfg.seed * 1000 + int(state.step) + i, opening_lines)
                        for i in range(cfg.actors.num_actors)]
-        self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors}
+        # two calls queued per actor: it starts the next as soon as one ends, without waiting for this loop
+        self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors for _ in range(2)}
+        self.gpus = GpuMonitor()
         self.final_variables = None  # the network saved at the stop
         self.evaluator = (EvaluatorHandle(cfg, run_dir, self.store, _on_this_node())
                           if cfg.evaluation.enabled else None)
@@ -401,8 +466,10 @@ class _Session:
         """Waits (up to 0.2 s, not at all when training can start) for finished actor calls and a
         finished training call; counts the games and sends each actor back to play."""
         ready_to_train = self._can_train() and not self.learner.busy()
+        # a learner training in a thread of this process has no ref to wait on: look again soon
+        threaded = self.learner.busy() and not self.learner.in_flight()
         done, _ = ray.wait(list(self.plays) + self.learner.in_flight(), num_returns=1,
-                           timeout=0 if ready_to_train else 0.2)
+                           timeout=0 if ready_to_train else 0.005 if threaded else 0.2)
         for ref in done:
             actor = self.plays.pop(ref, None)
             if actor is None:
@@ -412,10 +479,22 @@ class _Session:
             except ray.exceptions.RayActorError:  # its process died (kill -9, OOM, node lost)
                 self._actor_lost(actor)
                 continue
+            except ray.exceptions.RayTaskError as e:
+                line = out_of_memory_line(e, f"self-play actor {self.actors.index(actor)}", _ACTOR_MEMORY_FIX)
+                if line is None:
+                    raise
+                raise RunError(line) from None
             self.state.played(report)
             self.progress.games_finished(report)
             self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
-        self._trained(self.learner.poll(done))
+        try:
+            result = self.learner.poll(done)
+        except Exception as e:  # the learner's call failed: out of GPU memory is one line, anything else raises
+            line = out_of_memory_line(getattr(e, "cause", None) or e, "the learner", _LEARNER_MEMORY_FIX)
+            if line is None:
+                raise
+            raise RunError(line) from None
+        self._trained(result)
 
     def _actor_lost(self, actor) -> None:
         """A self-play actor's call failed because its process died: Ray restarts it (up to
@@ -430,6 +509,8 @@ class _Session:
         if not dead:
             self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
             return
+        if actor in self.plays.values():
+            return  # its other queued call fails too: one line, then
         print(f"self-play actor {index} died and will not be restarted (actors.max_restarts="
               f"{self.cfg.actors.max_restarts}): the run goes on without it", file=sys.stderr)
         if not self.plays:
@@ -462,7 +543,6 @@ class _Session:
         if n:
             s.steps_in_flight = n
             self.learner.start(n)
-            self._trained(self.learner.poll(()))  # a local learner's result is ready at once
 
     def report(self) -> bool:
         """Progress and TensorBoard, a sample game to games.pgn; returns whether the run should stop."""
@@ -470,7 +550,8 @@ class _Session:
         now = time.monotonic()
         if now - s.last_report >= min(cfg.log_every_seconds, 1.0):
             s.last_report = now
-            self.progress.update(s.step, s.metrics, ray.get(self.replay.stats.remote()))
+            self.progress.update(s.step, s.metrics, ray.get(self.replay.stats.remote()), self.gpus.snapshot(),
+                                 s.learner_figures())
         self.evaluate()
         if s.games_total >= s.next_pgn and cfg.game == "chess":
             s.next_pgn += cfg.sample_game_every
@@ -507,6 +588,11 @@ class _Session:
         s, every = self.state, self.cfg.learner.checkpoint_every
         before = s.step
         s.step, s.metrics, s.steps_in_flight = result.step, result.metrics, 0
+        s.learner_calls += 1
+        if s.learner_calls > 1:  # the first call compiles the step: not the learner's rate
+            s.learner_steps += result.steps
+            s.learner_seconds += result.seconds
+            s.learner_wait_seconds += result.batch_wait_seconds
         self.progress.trained(s.step, (s.step - before) * s.batch_size)
         if s.step // every > before // every:
             self.save()
@@ -538,7 +624,7 @@ class _Session:
             except ray.exceptions.RayError:
                 pass  # save() reports it
         self.final_variables = self.save()
-        self.progress.update(self.state.step, self.state.metrics, None)
+        self.progress.update(self.state.step, self.state.metrics, None, (), self.state.learner_figures())
 
     def finish_evaluation(self) -> None:
         """With the actors stopped: the evaluation in flight, then the final network's (`at_end`)."""
@@ -578,4 +664,19 @@ class _Session:
             games_quarantined=self.games_quarantined, actor_restarts=sum(s.actor_restarts),
             metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
             actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)),
-            evaluation=self.evaluator.latest if self.evaluator else None)
+            evaluation=self.evaluator.latest if self.evaluator else None,
+            positions_per_s=(positions_total - s.positions_at_start) / max(time.monotonic() - s.started, 1e-9),
+            positions_per_s_after_first_minute=s.warm_positions_per_s(), learner_figures=s.learner_figures(),
+            gpus=self._gpu_figures())
+
+    def _gpu_figures(self) -> Optional[GpuFigures]:
+        """The GPUs over this session (busy % after its first minute, when the run is warm); None without."""
+        monitor, self.gpus = self.gpus, None
+        if monitor is None or not monitor.available:
+            return None
+        monitor.close()
+        warm = monitor.mean_busy(since=self.state.started + 60)
+        last = monitor.snapshot()
+        return GpuFigures(names=tuple(g.name for g in last), busy_mean=monitor.mean_busy(self.state.started),
+                          busy_mean_after_first_minute=warm, memory_peak_gb=monitor.peak_memory_gb(),
+                          memory_total_gb=max((g.memory_total_gb for g in last), default=0.0))

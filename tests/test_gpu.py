@@ -1,0 +1,190 @@
+"""The run on GPUs, as far as a CPU machine can check it: each process's memory share, the one-line
+out-of-memory error, the NVML monitor's figures (against a stand-in NVML), the train-ratio
+accounting, and the one-GPU preset loading and playing a few plies here."""
+from __future__ import annotations
+
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from configs.loader import load
+from selfplay import gpu
+from selfplay.config import SelfPlayConfig
+from selfplay.messages import PlayReport
+from selfplay.run import RunState
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def no_user_memory_vars(monkeypatch):
+    for k in gpu._MEMORY_VARS:
+        monkeypatch.delenv(k, raising=False)
+
+
+def test_shares_of_one_gpu_add_up_to_less_than_the_gpu(no_user_memory_vars):
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml")
+    actors = cfg.actors.num_actors * gpu.memory_fraction(cfg.actors.num_gpus, cfg)
+    driver = float(gpu.driver_env(cfg)["XLA_CLIENT_MEM_FRACTION"])
+    assert driver == pytest.approx(cfg.driver_gpu_share * gpu.HEADROOM)
+    assert actors == pytest.approx(cfg.actors.num_actors * cfg.actors.num_gpus * (1 - cfg.driver_gpu_share) * 0.9)
+    evaluator = gpu.memory_fraction(cfg.evaluation.num_gpus, cfg)
+    assert cfg.actors.num_actors * cfg.actors.num_gpus + cfg.evaluation.num_gpus == pytest.approx(1.0)  # Ray's GPU
+    assert 0.85 < actors + evaluator + driver <= 0.9  # every process bounded, together under the GPU with headroom
+    env = gpu.process_env(cfg.actors.num_gpus, cfg)
+    assert env == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                   "XLA_CLIENT_MEM_FRACTION": str(gpu.memory_fraction(cfg.actors.num_gpus, cfg))}
+    assert gpu.process_env(0.0, cfg) == {"JAX_PLATFORMS": "cpu"}  # no GPU share: no GPU at all
+    # a whole GPU per actor still leaves the driver its share
+    assert gpu.memory_fraction(1.0, cfg) == pytest.approx((1 - cfg.driver_gpu_share) * 0.9)
+
+
+def test_grow_and_preallocate_and_the_users_own_settings(no_user_memory_vars, monkeypatch):
+    grow = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["gpu_memory=grow"])
+    assert gpu.process_env(0.5, grow) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    pre = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["gpu_memory=preallocate"])
+    assert gpu.process_env(0.5, pre) == {} and gpu.driver_env(pre) == {}
+    share = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml")
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5")  # the user's own: the run sets none
+    assert gpu.process_env(0.5, share) == {} and gpu.driver_env(share) == {}
+    with pytest.raises(ValueError, match="driver_gpu_share"):
+        load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["driver_gpu_share=1.0"])
+
+
+def test_the_driver_share_is_not_applied_once_jax_computed(no_user_memory_vars, monkeypatch):
+    import jax.numpy as jnp
+    jnp.zeros(1).block_until_ready()  # this test process's backend is up
+    assert not gpu.apply_driver_share(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml"))
+    assert "XLA_CLIENT_MEM_FRACTION" not in __import__("os").environ
+
+
+def test_out_of_memory_is_one_line_and_other_errors_are_not_swallowed():
+    error = RuntimeError("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+                         "trying to allocate 123456 bytes.\n  more traceback\n")
+    line = gpu.out_of_memory_line(error, "self-play actor 0", "lower actors.games_per_actor")
+    assert line.startswith("self-play actor 0 ran out of GPU memory (") and line.endswith("lower actors.games_per_actor")
+    assert "\n" not in line and "RESOURCE_EXHAUSTED" in line
+    assert gpu.out_of_memory_line(ValueError("shapes do not match"), "the learner", "x") is None
+
+
+class FakeNvml(types.ModuleType):
+    """A stand-in pynvml: two GPUs whose busy % goes 10, 20, 30, ... per read."""
+
+    def __init__(self):
+        super().__init__("pynvml")
+        self.reads = 0
+        self.NVMLError = RuntimeError
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetName(self, h):
+        return b"NVIDIA Fake"
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return types.SimpleNamespace(used=(h + 1) * 2**30, total=80 * 2**30)
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        self.reads += 1
+        return types.SimpleNamespace(gpu=10 * self.reads)
+
+
+def test_monitor_reads_every_gpu_and_averages_over_time(monkeypatch):
+    fake = FakeNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monitor = gpu.GpuMonitor(interval=0.01)
+    assert monitor.available
+    deadline = time.monotonic() + 5
+    while fake.reads < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    monitor.close()
+    time.sleep(0.05)
+    snap = monitor.snapshot()
+    assert [s.index for s in snap] == [0, 1] and snap[0].name == "NVIDIA Fake"
+    assert snap[1].memory_used_gb == pytest.approx(2.0) and snap[0].memory_total_gb == pytest.approx(80.0)
+    with monitor._lock:
+        every = [g.busy for _, sample in monitor._samples for g in sample]
+    assert monitor.mean_busy() == pytest.approx(np.mean(every))
+    assert monitor.mean_busy(since=time.monotonic() + 1) is None  # nothing after `since`
+    assert monitor.peak_memory_gb() == pytest.approx(2.0)
+    assert gpu.describe(snap).startswith("GPU0 ") and "2.0/80 GiB" in gpu.describe(snap)
+
+
+def test_without_nvml_there_are_no_figures_and_no_error(monkeypatch):
+    broken = types.ModuleType("pynvml")
+
+    def fail():
+        raise OSError("NVML Shared Library Not Found")
+    broken.nvmlInit = fail
+    monkeypatch.setitem(sys.modules, "pynvml", broken)
+    monitor = gpu.GpuMonitor(interval=0.01)
+    assert not monitor.available and monitor.snapshot() == () and monitor.mean_busy() is None
+
+
+def test_train_ratio_counts_this_sessions_samples_per_position():
+    s = RunState(batch_size=100, step=50, samples_base=5_000, step_base=50, games_total=10, positions_total=1_000,
+                 games_at_start=10, next_pgn=0, positions_at_start=1_000)
+    assert s.train_ratio() == 0.0  # nothing made yet this session
+    s.played(PlayReport(actor=0, games=3, positions=400, game_plies=(100, 100, 200), version=0, seconds=1.0,
+                        node="n"))
+    s.step = 58  # 8 steps x 100 samples on 400 new positions
+    assert s.train_ratio() == pytest.approx(2.0)
+    s.learner_steps, s.learner_seconds, s.learner_wait_seconds = 8, 0.5, 0.1
+    figures = s.learner_figures()
+    assert figures.samples_per_s_training == pytest.approx(1600.0) and figures.train_ratio == pytest.approx(2.0)
+    # what the ratio allows next: (2.0 x 1,400 positions - 5,800 samples) // 100 -> -30 steps: none
+    assert s.steps_allowed(2.0) == -30
+
+
+def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F811
+    from test_playout_cap import _Remote
+
+    from actors.selfplay_actor import SelfPlayActor
+    from replay.record import decode
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.games_per_actor=2"])
+    import jax
+    import jax.numpy as jnp
+
+    import games
+    import models
+    game = games.make("chess")
+    net = models.make_network(cfg.network, game.spec)
+    variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
+    records = []
+    store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
+    replay = type("Replay", (), {"add_many": _Remote(lambda frames: records.extend(decode(f) for f in frames))})()
+    actor = SelfPlayActor(0, "chess", cfg.network, cfg.search, cfg.actors, replay, store, seed=0)
+    report = actor.play(3)
+    assert report.positions == 6 and all(len(log.actions) == 3 for log in actor.logs)
+    assert all(log.policy[0].sum() == pytest.approx(1.0, abs=1e-5) for log in actor.logs)
+    from games import packing
+    for log in actor.logs:  # the packed observations the actor logged are pgx's own, replayed from the key
+        state = game.init(jnp.asarray(log.init_key)[None])
+        for t, action in enumerate(log.actions):
+            logged = packing.unpack(packing.from_bytes([log.obs[t]], game.spec.observation_shape),
+                                    game.spec.observation_shape, np.float32)
+            np.testing.assert_array_equal(logged, np.asarray(game.observe(state)))
+            state = game.step(state, jnp.asarray([action]))
+
+
+def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monkeypatch, tmp_path):
+    from selfplay.run import RunError, _check_local_gpus, run
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", [f"runs_dir={tmp_path}"])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(RunError, match=r"asks for 1 GPU\(s\) \(actors.num_gpus=0.9, evaluation.num_gpus=0.1\) and this machine has 0"):
+        run(cfg)
+    assert not any(tmp_path.iterdir())  # nothing written: the user can fix the command and start again
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    _check_local_gpus(cfg)  # two actors at 0.45 and the evaluator at 0.1 fit one GPU
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    _check_local_gpus(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.num_gpus=0", "evaluation.num_gpus=0"]))
