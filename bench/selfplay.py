@@ -37,7 +37,7 @@ import games  # noqa: E402
 import models  # noqa: E402
 import search as search_lib  # noqa: E402
 from configs.loader import load  # noqa: E402
-from games import symmetry  # noqa: E402
+from games import packing, symmetry  # noqa: E402
 from learner.train import init_train_state, make_train_step  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 from selfplay.messages import TrainingBatch  # noqa: E402
@@ -66,9 +66,10 @@ def _timed(fn, repeats: int) -> float:
     return (time.perf_counter() - t0) / repeats
 
 
-def replay_shaped_batch(game, obs: np.ndarray, batch_size: int) -> TrainingBatch:
-    """What ReplayBuffer.sample returns: observations tiled from `obs`, 20 legal moves per position
-    (every slot where the game has fewer, as connect four's 7)."""
+def replay_shaped_batch(game, obs: np.ndarray, batch_size: int, packed: bool = False) -> TrainingBatch:
+    """What ReplayBuffer.sample returns: observations tiled from `obs` (`packed`: bit-packed, as the
+    replay buffer sends them; games/packing.py), 20 legal moves per position (every slot where the
+    game has fewer, as connect four's 7)."""
     W, A = game.spec.max_legal_actions, game.spec.num_actions
     n = min(20, W)
     rng = np.random.default_rng(0)
@@ -76,7 +77,8 @@ def replay_shaped_batch(game, obs: np.ndarray, batch_size: int) -> TrainingBatch
     legal[:, :n] = np.sort(np.stack([rng.choice(A, n, replace=False) for _ in range(batch_size)]), axis=1)
     policy = np.zeros((batch_size, W), np.float32)
     policy[:, :n] = rng.dirichlet(np.ones(n), size=batch_size)
-    return TrainingBatch(observation=np.resize(obs, (batch_size, *obs.shape[1:])), legal_actions=legal,
+    observation = np.resize(obs, (batch_size, *obs.shape[1:]))
+    return TrainingBatch(observation=packing.pack(observation) if packed else observation, legal_actions=legal,
                          policy=policy, z=rng.choice([-1.0, 0.0, 1.0], size=batch_size).astype(np.float32),
                          q=rng.uniform(-1.0, 1.0, size=batch_size).astype(np.float32))
 
@@ -112,6 +114,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     evaluate = lambda v, o: net.apply(v, o, train=False)
     search = searcher(game, evaluate, cfg.search)
     step = jax.jit(game.step)
+    observe = jax.jit(lambda s: packing.pack(game.observe(s)))  # packed on the device, as the actor does
 
     # Advance 20 plies first so the timed positions are not all the opening.
     key = jax.random.PRNGKey(2)
@@ -129,7 +132,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
         key, k = jax.random.split(key)
         out = search(variables, states, k)
         *_, visits, over = jax.device_get((
-            game.observe(states), out.slot_actions, out.policy_target, out.child_q, out.root_value, out.action,
+            observe(states), out.slot_actions, out.policy_target, out.child_q, out.root_value, out.action,
             out.visit_counts, game.terminal(states)))  # the targets to host, as the actor does (one transfer)
         root_visits.append(np.where(over, 0, visits.sum(axis=1)))
         states = step(states, out.action)
@@ -144,10 +147,12 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     env_s = _timed(lambda: step(states, out.action), 5) * (sims + 1)
     tree_s = max(ply_s - network_s - env_s, 0.0)
 
-    # Learner: the jitted train step on a replay-shaped batch (host arrays, as the replay actor sends them).
-    batch = replay_shaped_batch(game, np.asarray(obs), cfg.learner.batch_size)
+    # Learner: the jitted train step on a replay-shaped batch (host arrays, observations packed, as the
+    # replay actor sends them: the step unpacks them on the device).
+    batch = replay_shaped_batch(game, np.asarray(obs), cfg.learner.batch_size, packed=True)
     state = init_train_state(net, cfg.learner, obs[:1], jax.random.PRNGKey(3))
-    train = make_train_step(net, cfg.learner, symmetry.of(cfg.game))
+    train = make_train_step(net, cfg.learner, symmetry.of(cfg.game),
+                            obs_spec=jax.ShapeDtypeStruct(obs.shape[1:], obs.dtype))
     LB = cfg.learner.batch_size
     learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, LB, train_steps)
 

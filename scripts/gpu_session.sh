@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The one-GPU measurements of docs/selfplay.md#one-gpu, as one command on an offline GPU host, run
+# from the checkout with these beside it (ignored by git; see the shared tools' gpu_bundle.sh):
+#   .gpu_wheels/   the bundle (Ray, pgx, mctx, python-chess, tensorboardX, Stockfish)
+#   .gpu_data/     openings/8moves_v3.pgn.xz and puzzles/lichess_puzzles_themed.csv.xz (the evaluator's)
+#   .baseline/     the code before the change (git archive <commit>), for the same-call baseline
+# Usage: OUT=<dir> bash scripts/gpu_session.sh preset [MINUTES]   # baseline bench, then the preset's run
+#        OUT=<dir> bash scripts/gpu_session.sh compare             # chess_cpu's network in the real run, old and new
+# Everything it measures lands in $OUT (JSON, logs, the run's network and evaluation as a tarball).
+# A CPU smoke test of the script itself: GAMES=8 PRESET_SET="actors.games_per_actor=4 ..." (smaller sizes).
+set -uo pipefail
+mode=${1:-preset}
+minutes=${2:-7}
+OUT=${OUT:?set OUT to the folder for the results}
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+[ -d .gpu_wheels/site/ray ] || bash .gpu_wheels/install.sh || exit 1
+# the bundle unpacks Ray's wheel with python -m zipfile, which drops the executable bits of its servers
+find .gpu_wheels/site/ray/core/src -type f ! -name "*.py" -exec chmod +x {} +
+for f in .gpu_data/*/*.xz; do [ -f "${f%.xz}" ] || xz -dk "$f"; done
+export PYTHONPATH=$here/.gpu_wheels/site STOCKFISH_BIN=$here/.gpu_wheels/site/bin/stockfish
+export ZEROCHESS_DATA=$here/.gpu_data PYTHONUNBUFFERED=1
+games=${GAMES:-1024}
+read -r -a preset_set <<< "${PRESET_SET:-}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> "$OUT/gpu.txt" 2>&1
+nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 2 >> "$OUT/smi_$mode.csv" 2>&1 &
+smi=$!
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/steps.txt"; }
+
+if [ "$mode" = preset ]; then
+  stamp "baseline: today's code, bench/selfplay.py, chess_cpu at 1024 games"
+  (cd .baseline && XLA_PYTHON_CLIENT_MEM_FRACTION=.5 timeout 120 python3 bench/selfplay.py --config configs/chess_cpu.yaml \
+     --no-baseline --plies 5 --set actors.games_per_actor="$games" learner.batch_size=1024) \
+     > "$OUT/baseline_bench.json" 2> "$OUT/baseline_bench.log"
+  stamp "preset: configs/chess_gpu.yaml for $minutes minutes"
+  timeout --signal=TERM --kill-after=30 $(( minutes * 60 + 150 )) python3 bench/gpu_run.py \
+     --config configs/chess_gpu.yaml --minutes "$minutes" --runs-dir runs --name chess_gpu --no-bench \
+     ${preset_set[@]+--set "${preset_set[@]}"} \
+     > "$OUT/preset.json" 2> "$OUT/preset.log"
+  stamp "preset done (exit $?)"
+  tar -czf "$OUT/chess_gpu_run.tgz" -C runs chess_gpu/config.yaml chess_gpu/network chess_gpu/eval chess_gpu/tb \
+     chess_gpu/games.pgn 2>> "$OUT/steps.txt"
+elif [ "$mode" = compare ]; then
+  common=(--config configs/chess_cpu.yaml --set actors.games_per_actor=4096 actors.num_actors=2 actors.num_gpus=0.5
+          actors.num_cpus=2 actors.plies_per_call=8 learner.batch_size=1024 replay.window_positions=1000000
+          replay.min_positions=20000 replay.games_per_chunk=1024 evaluation.enabled=false ray_num_cpus=16
+          ray_object_store_mb=4096)
+  stamp "new code: chess_cpu's network in the real run, 2 actors x 4096 games, 1.5 minutes"
+  timeout 200 python3 bench/gpu_run.py "${common[@]}" --minutes 1.5 --runs-dir runs --name cpu_net --plies 3 \
+     --train-steps 10 > "$OUT/compare_new.json" 2> "$OUT/compare_new.log"
+  stamp "today's code: the issue's one-actor command, 1.5 minutes"
+  (cd .baseline && XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 150 python3 selfplay.py --config configs/chess_cpu.yaml \
+     --no-progress --set actors.num_gpus=1 actors.games_per_actor=1024 learner.batch_size=1024 \
+     replay.window_positions=1000000 replay.min_positions=20000 evaluation.enabled=false ray_num_cpus=16 \
+     ray_object_store_mb=4096 max_minutes=1.5 runs_dir=../runs name=old_run) > "$OUT/compare_old.log" 2>&1
+  stamp "done"
+fi
+kill $smi 2>/dev/null
+exit 0
