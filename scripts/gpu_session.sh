@@ -30,17 +30,17 @@ stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/steps.txt"; }
 
 if [ "$mode" = preset ]; then
   stamp "baseline: today's code, bench/selfplay.py, chess_cpu at 1024 games"
-  (cd .baseline && XLA_PYTHON_CLIENT_MEM_FRACTION=.5 timeout 120 python3 bench/selfplay.py --config configs/chess_cpu.yaml \
+  (cd .baseline && XLA_PYTHON_CLIENT_MEM_FRACTION=.5 timeout 90 python3 bench/selfplay.py --config configs/chess_cpu.yaml \
      --no-baseline --plies 5 --set actors.games_per_actor="$games" learner.batch_size=1024) \
      > "$OUT/baseline_bench.json" 2> "$OUT/baseline_bench.log"
   stamp "preset: configs/chess_gpu.yaml for $minutes minutes"
-  timeout --signal=TERM --kill-after=30 $(( minutes * 60 + 150 )) python3 bench/gpu_run.py \
+  timeout --signal=TERM --kill-after=30 $(( minutes * 60 + 100 )) python3 bench/gpu_run.py \
      --config configs/chess_gpu.yaml --minutes "$minutes" --runs-dir runs --name chess_gpu --no-bench \
      ${preset_set[@]+--set "${preset_set[@]}"} \
      > "$OUT/preset.json" 2> "$OUT/preset.log"
   stamp "preset done (exit $?)"
-  tar -czf "$OUT/chess_gpu_run.tgz" -C runs chess_gpu/config.yaml chess_gpu/network chess_gpu/eval chess_gpu/tb \
-     chess_gpu/games.pgn 2>> "$OUT/steps.txt"
+  keep=(); for p in config.yaml network eval tb games.pgn; do [ -e "runs/chess_gpu/$p" ] && keep+=("chess_gpu/$p"); done
+  tar -czf "$OUT/chess_gpu_run.tgz" -C runs "${keep[@]}" 2>> "$OUT/steps.txt"
 elif [ "$mode" = compare ]; then
   common=(--config configs/chess_cpu.yaml --set actors.games_per_actor=4096 actors.num_actors=2 actors.num_gpus=0.5
           actors.num_cpus=2 actors.plies_per_call=8 learner.batch_size=1024 replay.window_positions=1000000
