@@ -17,9 +17,6 @@ import dataclasses
 import json
 import sys
 
-from configs.loader import ConfigError, load
-from selfplay.config import SelfPlayConfig
-
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,6 +31,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from configs.runtime import share_driver_gpu
+    share_driver_gpu(args.config, args.overrides)  # before pgx (imported with the config) starts JAX's GPU backend
+    from configs.loader import ConfigError, load
+    from selfplay.config import SelfPlayConfig
     try:
         cfg = load(SelfPlayConfig, args.config, args.overrides)
     except ConfigError as e:

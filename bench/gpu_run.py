@@ -32,15 +32,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from configs.loader import ConfigError, load  # noqa: E402
-from selfplay.config import SelfPlayConfig  # noqa: E402
+from configs.runtime import share_driver_gpu  # noqa: E402
 
 
 def log(**fields) -> None:
     print(json.dumps(fields), file=sys.stderr, flush=True)
 
 
-def run_figures(cfg: SelfPlayConfig) -> dict:
+def run_figures(cfg) -> dict:
     """Runs the real run; its summary and the figures the goals read."""
     from selfplay.run import run
     t0 = time.monotonic()
@@ -85,6 +84,9 @@ def main() -> None:
     p.add_argument("--train-steps", type=int, default=20, help="timed steps of the learner-step bench")
     p.add_argument("--no-bench", action="store_true", help="the run alone")
     args = p.parse_args()
+    share_driver_gpu(args.config, args.overrides)  # before pgx (imported with the config) starts JAX's GPU backend
+    from configs.loader import ConfigError, load
+    from selfplay.config import SelfPlayConfig
     runs_dir = args.runs_dir or tempfile.mkdtemp(prefix="gpu_run_")
     overrides = args.overrides + [f"max_minutes={args.minutes}", f"runs_dir={runs_dir}", f"name={args.name}"]
     try:

@@ -10,6 +10,7 @@ from typing import Literal, Optional, get_args
 
 from actors.config import ActorConfig
 from configs.loader import check_at_least
+from configs.runtime import DEFAULT_DRIVER_GPU_SHARE
 from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
@@ -85,7 +86,7 @@ class SelfPlayConfig:
     # of the rest, a process without a GPU share on the CPU; "grow": no preallocation, no bound;
     # "preallocate": JAX's default 75% per process (only where each process owns its GPU)
     gpu_memory: GpuMemory = "share"
-    driver_gpu_share: float = 0.25  # the driver's share of its GPU's memory under gpu_memory=share
+    driver_gpu_share: float = DEFAULT_DRIVER_GPU_SHARE  # the driver's share of its GPU's memory (gpu_memory=share)
     log_every_seconds: float = 10.0  # TensorBoard scalars and non-TTY progress lines
     sample_game_every: int = 20  # append every n-th finished game to games.pgn (chess)
     freeze_corpus_on_exit: bool = False  # write runs/<name>/corpus/ (immutable) when the run stops

@@ -1,7 +1,7 @@
 """The run on GPUs: each process's share of GPU memory, and what the GPUs are doing.
 
     env = process_env(num_gpus=0.25, cfg)     # env vars of a Ray actor's JAX (its runtime_env)
-    apply_driver_share(cfg)                    # the same for this process, before JAX starts a backend
+    configs.runtime.share_driver_gpu(path, overrides)   # this process's, before pgx starts JAX (CLIs)
     monitor = GpuMonitor()                     # samples busy % and memory of every GPU of this node
     monitor.snapshot()                         # [GpuSample] now; monitor.mean_busy(since=t) over time
 
@@ -23,22 +23,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Optional
 
+from configs.runtime import HEADROOM, gpu_memory_env
+
 if TYPE_CHECKING:
     from selfplay.config import SelfPlayConfig
-
-HEADROOM = 0.9  # of a share: CUDA contexts and cuBLAS workspaces live outside XLA's allocator
-# what a user may have set for JAX's GPU memory themselves: then the run sets none of them
-_MEMORY_VARS = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_PREALLOCATE",
-                "XLA_PYTHON_CLIENT_ALLOCATOR")
-
-
-def _memory_env(fraction: float | None, cfg: "SelfPlayConfig") -> dict[str, str]:
-    if any(k in os.environ for k in _MEMORY_VARS) or cfg.gpu_memory == "preallocate":
-        return {}
-    env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    if cfg.gpu_memory == "share" and fraction is not None:
-        env["XLA_CLIENT_MEM_FRACTION"] = str(fraction)
-    return env
 
 
 def memory_fraction(num_gpus: float, cfg: "SelfPlayConfig") -> float:
@@ -47,28 +35,33 @@ def memory_fraction(num_gpus: float, cfg: "SelfPlayConfig") -> float:
 
 
 def process_env(num_gpus: float, cfg: "SelfPlayConfig") -> dict[str, str]:
-    """Environment variables for a Ray actor's JAX: CPU only without a GPU share; else its bounded
-    share (share), no preallocation (grow) or JAX's default (preallocate). Memory variables the
-    user set in this environment win: none is set then."""
+    """Environment variables for a Ray actor's JAX (its runtime_env): CPU only without a GPU share
+    (importing pgx would otherwise start a GPU backend in it); else its bounded share (share), no
+    preallocation (grow) or JAX's default (preallocate)."""
     if num_gpus <= 0:
         return {"JAX_PLATFORMS": "cpu"}
-    return _memory_env(memory_fraction(num_gpus, cfg), cfg)
+    return gpu_memory_env(memory_fraction(num_gpus, cfg), cfg.gpu_memory)
 
 
 def driver_env(cfg: "SelfPlayConfig") -> dict[str, str]:
-    """Environment variables for this (the driver's) process: its `driver_gpu_share`."""
-    return _memory_env(round(cfg.driver_gpu_share * HEADROOM, 4), cfg)
+    """What the driver (selfplay.py's process, where a local learner trains) gets: `driver_gpu_share`.
+    Set by configs.runtime.share_driver_gpu before pgx is imported (pgx starts JAX's backend)."""
+    return gpu_memory_env(cfg.driver_gpu_share * HEADROOM, cfg.gpu_memory)
 
 
-def apply_driver_share(cfg: "SelfPlayConfig") -> bool:
-    """Sets driver_env in this process; False (nothing set) where JAX already started its backends
-    (a test or a notebook that computed before the run) or there is nothing to set."""
-    from jax._src import xla_bridge
-    env = driver_env(cfg)
-    if xla_bridge.backends_are_initialized() or not env:
-        return False
-    os.environ.update(env)
-    return True
+def shares_line(cfg: "SelfPlayConfig") -> str:
+    """One line saying what each process may take of its GPU's memory."""
+    if cfg.gpu_memory != "share":
+        return f"GPU memory: gpu_memory={cfg.gpu_memory} (no bound per process)"
+    parts = [f"this process (driver{' and learner' if cfg.learner.placement == 'driver' else ''}) "
+             f"{100 * cfg.driver_gpu_share * HEADROOM:.0f}%"]
+    if cfg.actors.num_gpus:
+        parts.append(f"each self-play actor {100 * memory_fraction(cfg.actors.num_gpus, cfg):.0f}%")
+    if cfg.learner.placement == "actor" and cfg.learner.num_gpus:
+        parts.append(f"the learner {100 * memory_fraction(cfg.learner.num_gpus, cfg):.0f}%")
+    if cfg.evaluation.enabled and cfg.evaluation.num_gpus:
+        parts.append(f"the evaluator {100 * memory_fraction(cfg.evaluation.num_gpus, cfg):.0f}%")
+    return "GPU memory (of its GPU, at most): " + ", ".join(parts)
 
 
 def local_gpu_count() -> int:

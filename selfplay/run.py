@@ -50,7 +50,7 @@ from replay.buffer import ReplayBuffer
 from replay.record import RecordError, SchemaError, decode
 from selfplay.config import SelfPlayConfig
 from selfplay.evaluator import EvalRequest, EvaluatorHandle
-from selfplay.gpu import GpuMonitor, apply_driver_share, local_gpu_count, out_of_memory_line, process_env
+from selfplay.gpu import GpuMonitor, local_gpu_count, out_of_memory_line, process_env, shares_line
 from selfplay.learners import LearnerHandle, make_learner
 from selfplay.messages import (
     GpuFigures,
@@ -280,7 +280,6 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
     if not ray_address:
         _check_local_gpus(cfg)
-    apply_driver_share(cfg)  # before this process's first JAX computation starts its GPU backend
     opening_lines = _opening_lines(cfg)  # before the run directory: a bad book leaves nothing behind
     run_dir = _prepare_run_dir(cfg, resume)
     game = games.make(cfg.game)
@@ -292,6 +291,8 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     if restored is not None:
         state, meta = restored
     started_ray = _init_ray(cfg, ray_address)
+    if local_gpu_count():
+        print(shares_line(cfg), file=sys.stderr, flush=True)
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
         session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
@@ -391,9 +392,10 @@ class _Session:
                  seconds_total: float, checkpointer: Checkpointer, progress: Progress,
                  opening_lines: tuple = ()):
         self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
-        self.store = ray.remote(ParameterStore).options(num_cpus=0, **_on_this_node()).remote()
+        cpu_only = {"env_vars": process_env(0.0, cfg)}  # they import pgx, which would start a GPU backend
+        self.store = ray.remote(ParameterStore).options(num_cpus=0, runtime_env=cpu_only, **_on_this_node()).remote()
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))
-        self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, **_on_this_node()).remote(
+        self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, runtime_env=cpu_only, **_on_this_node()).remote(
             str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions, reload=False)
         stats = _reload_replay(self.replay, run_dir)
         self.games_quarantined = stats.games_quarantined

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def no_user_memory_vars(monkeypatch):
-    for k in gpu._MEMORY_VARS:
+    for k in ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_PREALLOCATE"):
         monkeypatch.delenv(k, raising=False)
 
 
@@ -30,7 +30,7 @@ def test_shares_of_one_gpu_add_up_to_less_than_the_gpu(no_user_memory_vars):
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml")
     actors = cfg.actors.num_actors * gpu.memory_fraction(cfg.actors.num_gpus, cfg)
     driver = float(gpu.driver_env(cfg)["XLA_CLIENT_MEM_FRACTION"])
-    assert driver == pytest.approx(cfg.driver_gpu_share * gpu.HEADROOM)
+    assert driver == pytest.approx(cfg.driver_gpu_share * 0.9)
     assert actors == pytest.approx(cfg.actors.num_actors * cfg.actors.num_gpus * (1 - cfg.driver_gpu_share) * 0.9)
     evaluator = gpu.memory_fraction(cfg.evaluation.num_gpus, cfg)
     assert cfg.actors.num_actors * cfg.actors.num_gpus + cfg.evaluation.num_gpus == pytest.approx(1.0)  # Ray's GPU
@@ -49,17 +49,41 @@ def test_grow_and_preallocate_and_the_users_own_settings(no_user_memory_vars, mo
     pre = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["gpu_memory=preallocate"])
     assert gpu.process_env(0.5, pre) == {} and gpu.driver_env(pre) == {}
     share = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml")
-    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5")  # the user's own: the run sets none
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5")  # the user's own fraction wins
+    assert gpu.process_env(0.5, share) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")  # ... and their own preallocation
     assert gpu.process_env(0.5, share) == {} and gpu.driver_env(share) == {}
+    assert "each self-play actor 32%" in gpu.shares_line(share) and "the evaluator 7%" in gpu.shares_line(share)
     with pytest.raises(ValueError, match="driver_gpu_share"):
         load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["driver_gpu_share=1.0"])
 
 
-def test_the_driver_share_is_not_applied_once_jax_computed(no_user_memory_vars, monkeypatch):
+def test_the_cli_sets_its_share_before_pgx_starts_jax_and_not_after(no_user_memory_vars, tmp_path):
+    """pgx computes at import, which starts JAX's GPU backend (and its 75% preallocation): selfplay.py
+    sets the driver's share from the config and its overrides first."""
+    script = f"""
+import os, runpy, sys
+sys.argv = ["selfplay.py"]
+cli = runpy.run_path("selfplay.py", run_name="cli")
+assert "pgx" not in sys.modules
+code = cli["main"](["--config", "configs/chess_gpu.yaml", "--set", "driver_gpu_share=0.5", "runs_dir={tmp_path}"])
+from configs.loader import load
+from selfplay.config import SelfPlayConfig
+from selfplay.gpu import process_env
+actor = process_env(0.45, load(SelfPlayConfig, "configs/chess_gpu.yaml", ["driver_gpu_share=0.5"]))["XLA_CLIENT_MEM_FRACTION"]
+print(code, os.environ["XLA_CLIENT_MEM_FRACTION"], os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"], "pgx" in sys.modules, actor)
+"""
+    import os
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"} | {"CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    # the actors' shares still come from the config (the driver's own setting is not the user's)
+    assert out.stdout.split() == ["2", "0.45", "false", "True", "0.2025"], out.stderr[-2000:]
+    assert "this machine has 0" in out.stderr  # the chess_gpu preset on this CPU machine: one line, exit 2
     import jax.numpy as jnp
-    jnp.zeros(1).block_until_ready()  # this test process's backend is up
-    assert not gpu.apply_driver_share(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml"))
-    assert "XLA_CLIENT_MEM_FRACTION" not in __import__("os").environ
+    jnp.zeros(1).block_until_ready()  # in this test process JAX runs already: too late to set anything
+    from configs.runtime import share_driver_gpu
+    assert share_driver_gpu(ROOT / "configs/chess_gpu.yaml") == {}
 
 
 def test_out_of_memory_is_one_line_and_other_errors_are_not_swallowed():
