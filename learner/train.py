@@ -121,7 +121,9 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
     value_loss = jnp.mean((value_target(cfg, batch) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,
-               "policy_entropy": -jnp.sum(jnp.where(valid, jnp.exp(log_p) * log_p, 0.0), axis=-1).mean()}
+               "policy_entropy": -jnp.sum(jnp.where(valid, jnp.exp(log_p) * log_p, 0.0), axis=-1).mean(),
+               # spread of v over the batch: ~0 once the value head ignores its input (a dead ReLU)
+               "value_std": jnp.std(out.value.astype(jnp.float32))}
     if out.wdl_logits is not None:
         wdl_target = jnp.where(z > 0, 0, jnp.where(z < 0, 2, 1))  # win / draw / loss of the side to move
         wdl_loss = optax.softmax_cross_entropy_with_integer_labels(

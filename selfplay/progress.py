@@ -1,6 +1,6 @@
 """What a running self-play job shows: a rich live table on a terminal, TensorBoard scalars always.
 
-TensorBoard (runs/<name>/tb): loss/{total,policy,value,wdl}, policy_entropy, learning_rate,
+TensorBoard (runs/<name>/tb): loss/{total,policy,value,wdl}, policy_entropy, value_std, learning_rate,
 selfplay/{games_per_s, positions_per_s, mean_game_length}, learner/{samples_per_s, samples_per_s_training,
 train_ratio, batch_wait_share}, gpu/{busy, memory_gb} (per GPU with several), replay/{buffer_positions,
 buffer_mb, games_total}, outcome/{first_player_wins, draws, first_player_losses} (fractions), resign/{rate,
@@ -107,6 +107,8 @@ class Progress:
             if m.opponent_policy_loss is not None:
                 w.add_scalar("loss/opponent_policy", m.opponent_policy_loss, step)
             w.add_scalar("policy_entropy", m.policy_entropy, step)
+            if m.value_std is not None:
+                w.add_scalar("value_std", m.value_std, step)
             w.add_scalar("learning_rate", m.learning_rate, step)
             w.add_scalar("param_norm", m.param_norm, step)
         w.add_scalar("selfplay/games_per_s", self.rates["games_per_s"], step)

@@ -183,6 +183,12 @@ def _prepare_run_dir(cfg: SelfPlayConfig, resume: bool) -> Path:
     return run_dir
 
 
+def _error_line(error: BaseException) -> str:
+    """The last 'SomeError: message' line of an exception's text (Ray's carry the remote traceback), or ""."""
+    lines = [line.strip() for line in str(error).splitlines() if "Error: " in line or "Error(" in line]
+    return lines[-1][:200] if lines else ""
+
+
 def _check_local_gpus(cfg: SelfPlayConfig) -> None:
     """A local run whose actors ask for more GPUs than this machine has would wait forever: one line."""
     wanted = {"actors.num_gpus": cfg.actors.num_gpus * cfg.actors.num_actors,
@@ -336,6 +342,7 @@ class RunState:
     learner_wait_seconds: float = 0.0  # of which the learner waited for replay batches
     warm: Optional[tuple[float, int, int]] = None  # (monotonic time, positions, step) one minute in (warm-up done)
     learner_calls: int = 0  # training calls finished this session
+    stopped: Optional[float] = None  # monotonic time the loop ended (rates exclude the shutdown)
 
     def samples_trained(self, at_step: int | None = None) -> int:
         """Samples trained at `at_step` (default: the step reached). Exact from the step, even if
@@ -376,7 +383,7 @@ class RunState:
         if self.warm is None:
             return None
         t, positions, _ = self.warm
-        return (self.positions_total - positions) / max(time.monotonic() - t, 1e-9)
+        return (self.positions_total - positions) / max((self.stopped or time.monotonic()) - t, 1e-9)
 
 
 def cpu_plan(cores: list[int], num_actors: int) -> tuple[list[int], int]:
@@ -417,6 +424,8 @@ class _Session:
         # two calls queued per actor: it starts the next as soon as one ends, without waiting for this loop
         self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors for _ in range(2)}
         self.gpus = GpuMonitor()
+        self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
+        self.value_collapse_reported = False
         self.final_variables = None  # the network saved at the stop
         self.evaluator = (EvaluatorHandle(cfg, run_dir, self.store, _on_this_node())
                           if cfg.evaluation.enabled else None)
@@ -455,6 +464,8 @@ class _Session:
             print(f"a Ray process of the run died ({type(e).__name__}): stopping with a checkpoint; "
                   "--resume continues", file=sys.stderr)
         finally:
+            self.state.stopped = time.monotonic()
+            self.gpu_figures = self._gpu_figures()  # the loop's GPUs (the shutdown's final evaluation aside)
             self.checkpoint_at_stop()
         return self.shutdown()
 
@@ -478,8 +489,8 @@ class _Session:
                 continue  # the learner's call: taken by poll below
             try:
                 report: PlayReport = ray.get(ref)
-            except ray.exceptions.RayActorError:  # its process died (kill -9, OOM, node lost)
-                self._actor_lost(actor)
+            except ray.exceptions.RayActorError as e:  # its process died (kill -9, OOM, node lost)
+                self._actor_lost(actor, e)
                 continue
             except ray.exceptions.RayTaskError as e:
                 line = out_of_memory_line(e, f"self-play actor {self.actors.index(actor)}", _ACTOR_MEMORY_FIX)
@@ -498,11 +509,11 @@ class _Session:
             raise RunError(line) from None
         self._trained(result)
 
-    def _actor_lost(self, actor) -> None:
+    def _actor_lost(self, actor, error: BaseException) -> None:
         """A self-play actor's call failed because its process died: Ray restarts it (up to
         actors.max_restarts) and it is sent back to play; the games it finished are in replay
         (acknowledged before it reports), only its games in progress are lost. Past max_restarts
-        the run goes on without it."""
+        the run goes on without it; the line says why it died where Ray knows (`error`)."""
         index = self.actors.index(actor)
         try:
             dead = _actor_records([actor])[0].get("State") == "DEAD"
@@ -513,11 +524,14 @@ class _Session:
             return
         if actor in self.plays.values():
             return  # its other queued call fails too: one line, then
+        why = _error_line(error)
         print(f"self-play actor {index} died and will not be restarted (actors.max_restarts="
-              f"{self.cfg.actors.max_restarts}): the run goes on without it", file=sys.stderr)
+              f"{self.cfg.actors.max_restarts}): the run goes on without it{f' ({why})' if why else ''}",
+              file=sys.stderr)
         if not self.plays:
-            raise RunError("every self-play actor died more than actors.max_restarts times; the Ray worker "
-                           "logs (/tmp/ray/session_latest/logs) say why")
+            raise RunError(f"every self-play actor died more than actors.max_restarts times"
+                           f"{f', the last with: {why}' if why else ''}; the Ray worker logs "
+                           "(/tmp/ray/session_latest/logs) say more")
 
     def _count_restarts(self) -> None:
         """Ray's restart count of each self-play actor (its GCS record); one stderr line per restart seen."""
@@ -591,6 +605,7 @@ class _Session:
         before = s.step
         s.step, s.metrics, s.steps_in_flight = result.step, result.metrics, 0
         s.learner_calls += 1
+        self._check_value_head(result)
         if s.learner_calls > 1:  # the first call compiles the step: not the learner's rate
             s.learner_steps += result.steps
             s.learner_seconds += result.seconds
@@ -598,6 +613,19 @@ class _Session:
         self.progress.trained(s.step, (s.step - before) * s.batch_size)
         if s.step // every > before // every:
             self.save()
+
+    def _check_value_head(self, result: TrainResult) -> None:
+        """One line, once, when the value head gives a whole batch the same value: it has stopped
+        reading its input (a dead ReLU; the 1-channel AlphaZero head is prone to it), so the search
+        runs on a constant and self-play stops improving. The run goes on."""
+        spread = result.metrics.value_std
+        if self.value_collapse_reported or spread is None or result.step < 200 or spread > 1e-4:
+            return
+        self.value_collapse_reported = True
+        print(f"step {result.step}: the value head gives every position of a batch the same value (std "
+              f"{spread:.1e}): it has collapsed and the search now runs on a constant. Restart from an earlier "
+              "checkpoint or fresh with a lower learner.lr_values or network.resnet.value_channels=32 "
+              "(docs/selfplay.md#one-gpu)", file=sys.stderr, flush=True)
 
     def save(self):
         """Checkpoints the train state (checkpoints/) and the network (network/, for arena/ and uci.py)."""
@@ -667,12 +695,13 @@ class _Session:
             metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
             actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)),
             evaluation=self.evaluator.latest if self.evaluator else None,
-            positions_per_s=(positions_total - s.positions_at_start) / max(time.monotonic() - s.started, 1e-9),
+            positions_per_s=(s.positions_total - s.positions_at_start) / max((s.stopped or time.monotonic()) - s.started, 1e-9),
             positions_per_s_after_first_minute=s.warm_positions_per_s(), learner_figures=s.learner_figures(),
-            gpus=self._gpu_figures())
+            gpus=self.gpu_figures)
 
     def _gpu_figures(self) -> Optional[GpuFigures]:
-        """The GPUs over this session (busy % after its first minute, when the run is warm); None without."""
+        """The GPUs over this session's loop (busy % also after its first minute, when the run is warm);
+        None without NVML. Stops the monitor."""
         monitor, self.gpus = self.gpus, None
         if monitor is None or not monitor.available:
             return None

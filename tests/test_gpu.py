@@ -171,23 +171,13 @@ def test_train_ratio_counts_this_sessions_samples_per_position():
 
 
 def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F811
-    from test_playout_cap import _Remote
-
-    from actors.selfplay_actor import SelfPlayActor
-    from replay.record import decode
-    cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.games_per_actor=2"])
-    import jax
     import jax.numpy as jnp
+    from test_playout_cap import local_actor
 
     import games
-    import models
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.games_per_actor=2"])
     game = games.make("chess")
-    net = models.make_network(cfg.network, game.spec)
-    variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
-    records = []
-    store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
-    replay = type("Replay", (), {"add_many": _Remote(lambda frames: records.extend(decode(f) for f in frames))})()
-    actor = SelfPlayActor(0, "chess", cfg.network, cfg.search, cfg.actors, replay, store, seed=0)
+    actor, _ = local_actor(cfg, seed=0)
     report = actor.play(3)
     assert report.positions == 6 and all(len(log.actions) == 3 for log in actor.logs)
     assert all(log.policy[0].sum() == pytest.approx(1.0, abs=1e-5) for log in actor.logs)
@@ -212,3 +202,32 @@ def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monke
     _check_local_gpus(cfg)  # two actors at 0.45 and the evaluator at 0.1 fit one GPU
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     _check_local_gpus(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.num_gpus=0", "evaluation.num_gpus=0"]))
+
+
+def test_a_collapsed_value_head_is_reported_once(capsys):
+    """A value head that gives every position one value (the GPU preset's single value channel died
+    by step 2,150 on an H200, docs/experiments/2026-11-27-one-gpu-h200.md) is one stderr line, once."""
+    from learner.messages import TrainMetrics, TrainResult
+    from selfplay.run import _Session
+    session = types.SimpleNamespace(value_collapse_reported=False)
+    metrics = lambda std: TrainMetrics(loss=1.0, policy_loss=1.0, value_loss=0.1, policy_entropy=2.0,
+                                       learning_rate=0.1, param_norm=10.0, value_std=std)
+    _Session._check_value_head(session, TrainResult(step=100, metrics=metrics(0.0)))  # too early to tell
+    _Session._check_value_head(session, TrainResult(step=5000, metrics=metrics(0.03)))  # alive
+    assert capsys.readouterr().err == ""
+    _Session._check_value_head(session, TrainResult(step=2150, metrics=metrics(3e-9)))
+    _Session._check_value_head(session, TrainResult(step=2200, metrics=metrics(1e-9)))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("step 2150: the value head gives every position") and "3.0e-09" in err[0]
+
+
+def test_an_actor_that_died_says_why_in_one_line():
+    from selfplay.run import _error_line
+    text = ("The actor died because of an error raised in its creation task, ray::SelfPlayActor.__init__() "
+            "(pid=3764, ip=192.0.2.2)\n  File \"actors/selfplay_actor.py\", line 99, in __init__\n"
+            "jax.errors.JaxRuntimeError: INTERNAL: no supported devices found for platform CUDA\n"
+            "RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found for platform "
+            "CUDA (you may need to uninstall the failing plugin package, or set JAX_PLATFORMS=cpu)\n")
+    line = _error_line(RuntimeError(text))
+    assert line.startswith("RuntimeError: Unable to initialize backend 'cuda'") and len(line) <= 200
+    assert _error_line(RuntimeError("killed by a signal")) == ""

@@ -121,6 +121,7 @@ def test_q_ratio_mixes_the_root_value_into_the_value_target():
     np.testing.assert_allclose(m["value_loss"], np.mean((targets - [0.5, 0.0]) ** 2), rtol=1e-6)
     _, (_, m) = loss_and_metrics({}, {}, net, LearnerConfig(), batch)  # q_ratio 0: z alone
     np.testing.assert_allclose(m["value_loss"], (1.5 ** 2 + 0.0) / 2, rtol=1e-6)
+    np.testing.assert_allclose(m["value_std"], 0.25, rtol=1e-6)  # v = (0.5, 0.0): the spread a collapse zeroes
     with pytest.raises(ValueError, match="root value q"):
         loss_and_metrics({}, {}, net, LearnerConfig(q_ratio=0.5), batch._replace(q=None))
     with pytest.raises(ValueError, match="q_ratio"):

@@ -78,15 +78,20 @@ class _Remote:
 
 
 def tic_tac_toe_actor(cfg: SelfPlayConfig, seed: int, **kwargs) -> tuple[SelfPlayActor, list]:
-    """A SelfPlayActor of `cfg` (tic-tac-toe) in this process with an untrained network, stand-in
+    """A SelfPlayActor of `cfg` (tic-tac-toe) in this process; see `local_actor`."""
+    return local_actor(cfg, seed, **kwargs)
+
+
+def local_actor(cfg: SelfPlayConfig, seed: int, **kwargs) -> tuple[SelfPlayActor, list]:
+    """A SelfPlayActor of `cfg` (its game) in this process with an untrained network, stand-in
     replay and parameter store; returns it and the list of the records its finished games reach."""
-    game = games.make("tic_tac_toe")
+    game = games.make(cfg.game)
     net = models.make_network(cfg.network, game.spec)
     variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, *game.spec.observation_shape)), train=False)
     records = []
     store = type("Store", (), {"get_newer": _Remote(lambda version: (0, variables) if version < 0 else None)})()
     replay = type("Replay", (), {"add_many": _Remote(lambda frames: records.extend(decode(f) for f in frames))})()
-    actor = SelfPlayActor(0, "tic_tac_toe", cfg.network, cfg.search, cfg.actors, replay, store, seed=seed, **kwargs)
+    actor = SelfPlayActor(0, cfg.game, cfg.network, cfg.search, cfg.actors, replay, store, seed=seed, **kwargs)
     return actor, records
 
 
