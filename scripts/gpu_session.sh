@@ -6,6 +6,7 @@
 #   .baseline/     the code before the change (git archive <commit>), for the same-call baseline
 # Usage: OUT=<dir> bash scripts/gpu_session.sh preset [MINUTES]   # baseline bench, then the preset's run
 #        OUT=<dir> bash scripts/gpu_session.sh compare             # chess_cpu's network in the real run, old and new
+#        OUT=<dir> bash scripts/gpu_session.sh sweep               # one actor's ply loop at several batch sizes (no Ray)
 # Everything it measures lands in $OUT (JSON, logs, the run's network and evaluation as a tarball).
 # A CPU smoke test of the script itself: GAMES=8 PRESET_SET="actors.games_per_actor=4 ..." (smaller sizes).
 set -uo pipefail
@@ -55,6 +56,13 @@ elif [ "$mode" = compare ]; then
      replay.window_positions=1000000 replay.min_positions=20000 evaluation.enabled=false ray_num_cpus=16 \
      ray_object_store_mb=4096 max_minutes=1.5 runs_dir=../runs name=old_run) > "$OUT/compare_old.log" 2>&1
   stamp "done"
+elif [ "$mode" = sweep ]; then
+  for setting in "chess_gpu 2048" "chess_gpu 4096" "chess_gpu 8192" "chess_cpu 4096" "chess_cpu 8192"; do
+    read -r preset g <<< "$setting"
+    stamp "ply loop: $preset at $g games"
+    timeout 120 python3 bench/selfplay.py --config "configs/$preset.yaml" --no-baseline --plies 5 --train-steps 10 \
+       --set actors.games_per_actor="$g" learner.batch_size=1024 >> "$OUT/sweep.jsonl" 2>> "$OUT/sweep.log"
+  done
 fi
 kill $smi 2>/dev/null
 exit 0

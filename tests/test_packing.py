@@ -33,7 +33,7 @@ def random_positions(name: str, batch: int = 8, plies: int = 40, seed: int = 0) 
 
 @pytest.mark.parametrize("name", ["chess", "connect_four", "tic_tac_toe", "go_9x9", "shogi"])
 def test_every_games_observations_pack_exactly_on_host_and_device(name):
-    obs = random_positions(name, plies=12 if name == "shogi" else 40)
+    obs = random_positions(name, plies={"shogi": 6, "chess": 24, "go_9x9": 24}.get(name, 40))
     packed = packing.pack(obs)
     assert packing.exact(obs).all()
     np.testing.assert_array_equal(packing.unpack(packed, obs.shape[1:], obs.dtype), obs)
