@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import Literal, get_args
 
 
 def default_cache_dir() -> str:
@@ -113,7 +114,8 @@ def stops_deferred():
 
 
 # -- GPU memory of the run's processes (selfplay/gpu.py has the per-process rules) -----------------
-GPU_MEMORY_MODES = ("share", "grow", "preallocate")
+GpuMemory = Literal["share", "grow", "preallocate"]  # SelfPlayConfig.gpu_memory
+GPU_MEMORY_MODES = get_args(GpuMemory)
 DEFAULT_DRIVER_GPU_SHARE = 0.25  # SelfPlayConfig.driver_gpu_share's default
 HEADROOM = 0.9  # of a share: CUDA contexts and cuBLAS workspaces live outside XLA's allocator
 _FRACTION_VARS = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")

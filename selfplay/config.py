@@ -6,19 +6,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Optional, get_args
+from typing import Optional, get_args
 
 from actors.config import ActorConfig
 from configs.loader import check_at_least
-from configs.runtime import DEFAULT_DRIVER_GPU_SHARE
+from configs.runtime import DEFAULT_DRIVER_GPU_SHARE, GpuMemory
 from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
 from models.network import check_game
 from replay.config import ReplayConfig
 from search.config import SearchConfig
-
-GpuMemory = Literal["share", "grow", "preallocate"]
 
 
 @dataclasses.dataclass(frozen=True)
