@@ -102,8 +102,12 @@ def stops_deferred():
     """A block that a SIGTERM or Ctrl-C (through `stop_on_signals`' handler) cannot cut in half: the
     signal is recorded and raised as KeyboardInterrupt when the block ends. For a train step that
     donates the old state's buffers and the assignment of the new state: an interrupt between the two
-    would leave only deleted arrays to checkpoint."""
+    would leave only deleted arrays to checkpoint. In any other thread (a learner training in a thread)
+    it does nothing: no signal interrupts it there, and a stop recorded for the main thread stays its own."""
     global _deferring
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals interrupt the main thread alone: another thread's block needs no deferral
+        return
     _deferring += 1
     try:
         yield

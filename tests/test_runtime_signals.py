@@ -78,3 +78,37 @@ def test_a_sigterm_inside_stops_deferred_waits_for_the_block_to_end():
             done.append("again")
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_thread_s_block_neither_defers_nor_takes_the_main_thread_s_stop():
+    """A learner training in a thread (selfplay/learners.py) wraps its steps in stops_deferred: the
+    SIGTERM the main thread gets while such a block runs stops the main thread at once, and the
+    thread's block does not raise that stop in the thread (where nothing would catch it)."""
+    import threading
+    previous = signal.getsignal(signal.SIGTERM)
+    inside, release, raised = threading.Event(), threading.Event(), []
+
+    def learner():
+        try:
+            with runtime.stops_deferred():
+                inside.set()
+                release.wait(10)
+        except KeyboardInterrupt:
+            raised.append("thread")
+
+    try:
+        runtime.stop_on_signals()
+        worker = threading.Thread(target=learner)
+        worker.start()
+        assert inside.wait(10)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):  # bytecode boundaries: the handler has run by now
+                pass
+        release.set()
+        worker.join(10)
+        assert raised == []
+    finally:
+        release.set()
+        signal.signal(signal.SIGTERM, previous)
+        runtime._stop_requested = False  # the direct raise leaves the flag for the main loop's check
