@@ -9,7 +9,8 @@ network searches P states and the opponent answers in P states, one fixed-shape 
 recompilation as games end). Finished games stay finished (pgx steps them as no-ops).
 
 A `Mover` picks actions for a batch of states: `search_mover` (a batched search with given variables:
-the evaluated network or an earlier one), `random_mover`, or `AgentMover` (any chess arena agent,
+the evaluated network or an earlier one), `policy_mover` (the network's raw policy, no search),
+`random_mover`, or `AgentMover` (any chess arena agent,
 e.g. Stockfish, one python-chess board per game).
 """
 from __future__ import annotations
@@ -47,6 +48,23 @@ def search_mover(search_fn: Callable, variables) -> Mover:
     def move(states, games, histories, key):
         return np.asarray(jax.device_get(search_fn(variables, states, key).action))
     return move
+
+
+def greedy_policy(apply_fn: Callable) -> Callable:
+    """apply_fn(variables, obs) -> NetworkOutput  ->  jitted (variables, states) -> [B] the legal
+    action of highest policy logit (the raw policy, no search)."""
+    @jax.jit
+    def best(variables, states):
+        logits = apply_fn(variables, states.observation).policy_logits
+        return jnp.argmax(jnp.where(states.legal_action_mask, logits, -jnp.inf), axis=-1)
+    return best
+
+
+def policy_mover(apply_fn: Callable, variables) -> Mover:
+    """The network's raw policy (greedy over the legal actions): what self-play taught it, without
+    what the search adds."""
+    best = greedy_policy(apply_fn)
+    return lambda states, games, histories, key: np.asarray(best(variables, states))
 
 
 def random_mover(states, games, histories, key) -> np.ndarray:

@@ -58,10 +58,8 @@ def search_mover(search_fn: Callable, variables) -> BatchMover:
 def policy_mover(apply_fn: Callable, variables) -> BatchMover:
     """The raw policy: the legal action with the highest logit. apply_fn(variables, obs) ->
     NetworkOutput (policy_logits [B, A])."""
-    @jax.jit
-    def best(variables, states):
-        logits = apply_fn(variables, states.observation).policy_logits
-        return jnp.argmax(jnp.where(states.legal_action_mask, logits, -jnp.inf), axis=-1)
+    from arena.gauntlet import greedy_policy
+    best = greedy_policy(apply_fn)
     return lambda states, key: np.asarray(best(variables, states))
 
 

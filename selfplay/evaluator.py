@@ -7,8 +7,11 @@ Every `evaluation.every_steps` learner steps (or `every_minutes`) the run asks f
 the newest published network, played with the run's own search (no root noise, no Gumbel noise,
 greedy). The evaluator
   - plays a gauntlet (arena/gauntlet.py: batched games, every start position with both colours)
-    against a random mover, the previous `previous_networks` evaluated networks of the run and, in
-    chess, the engine ladder (`engines`, arena agent specs) from the opening book;
+    against a random mover, the previous `previous_networks` evaluated networks of the run and the
+    game's engine ladder (`engines`; chess: arena agent specs, from the opening book);
+  - plays the same network's raw policy (greedy, no search: player policy-step-N) against the same
+    fixed anchors (random and the ladder), so a run shows what the network learned apart from what
+    its search finds (the untrained network's search already beats random in chess by finding mates);
   - solves `mate_puzzles` mateIn1 and mateIn2 Lichess puzzles (chess) with the search and with the
     raw policy;
   - refits the ratings of every network evaluated so far from every gauntlet game (arena/ratings.py,
@@ -46,7 +49,8 @@ from selfplay.config import SelfPlayConfig
 
 RANDOM = "random"
 RATINGS_FIELDS = ("step", "hours", "positions", "games", "loss", "elo", "elo_lower", "elo_upper",
-                  "score_vs_random", "mates_search", "mates_policy", "seconds")
+                  "score_vs_random", "mates_search", "mates_policy", "seconds", "policy_elo",
+                  "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random")
 GAMES_FIELDS = ("step", "white", "black", "score", "plies", "termination")
 DEFAULT_LADDER = {"chess": ("stockfish:skill=0,depth=1",), "tic_tac_toe": ("minimax",),
                   "connect_four": ("alphabeta:depth=2", "alphabeta:depth=4")}
@@ -93,7 +97,11 @@ class EvalReport:
     mates_search: Optional[float]  # chess: fraction of the mate puzzles solved by the search
     mates_policy: Optional[float]  # ... and by the raw policy
     seconds: float  # the evaluation's wall time
-    scores: tuple[tuple[str, float], ...] = ()  # opponent -> mean points per game
+    policy_elo: Optional[float] = None  # the raw policy (no search) against the same anchors
+    policy_elo_lower: Optional[float] = None  # (None in ratings.csv rows written before it was rated)
+    policy_elo_upper: Optional[float] = None
+    policy_score_vs_random: Optional[float] = None
+    scores: tuple[tuple[str, float], ...] = ()  # opponent -> mean points per game (the searched network)
 
     def row(self) -> dict:
         return {k: getattr(self, k) for k in RATINGS_FIELDS}
@@ -103,8 +111,18 @@ def network_name(step: int) -> str:
     return f"step-{step}"
 
 
-def _float_or_none(text: str) -> Optional[float]:
-    return None if text in ("", "None") else float(text)
+def policy_name(step: int) -> str:
+    """The raw policy of network_name(step) as a rated player."""
+    return f"policy-{network_name(step)}"
+
+
+def is_run_player(name: str) -> bool:
+    """A network of the run (searched or raw policy), not a fixed anchor."""
+    return name.startswith(("step-", "policy-step-"))
+
+
+def _float_or_none(text: Optional[str]) -> Optional[float]:
+    return None if text in (None, "", "None") else float(text)
 
 
 def read_reports(path: Path) -> list[EvalReport]:
@@ -118,7 +136,11 @@ def read_reports(path: Path) -> list[EvalReport]:
                        elo_lower=float(r["elo_lower"]), elo_upper=float(r["elo_upper"]),
                        score_vs_random=float(r["score_vs_random"]),
                        mates_search=_float_or_none(r["mates_search"]),
-                       mates_policy=_float_or_none(r["mates_policy"]), seconds=float(r["seconds"]))
+                       mates_policy=_float_or_none(r["mates_policy"]), seconds=float(r["seconds"]),
+                       policy_elo=_float_or_none(r.get("policy_elo")),
+                       policy_elo_lower=_float_or_none(r.get("policy_elo_lower")),
+                       policy_elo_upper=_float_or_none(r.get("policy_elo_upper")),
+                       policy_score_vs_random=_float_or_none(r.get("policy_score_vs_random")))
             for r in rows]
 
 
@@ -132,12 +154,35 @@ def read_games(path: Path) -> list[tuple[int, GameResult]]:
 
 
 def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict]) -> None:
+    """Appends rows; a file written with other columns (an older version's) is first rewritten with
+    `fields`, its missing columns empty, so a resumed run never misaligns its columns."""
+    if path.exists():
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            old_rows = list(reader) if tuple(reader.fieldnames or ()) != fields else None
+        if old_rows is not None:
+            tmp = path.with_suffix(".tmp")
+            with open(tmp, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=fields, restval="", extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(old_rows)
+            tmp.replace(path)
     new = not path.exists()
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         if new:
             writer.writeheader()
         writer.writerows(rows)
+
+
+def _scores(played: list[tuple[GameResult, Any]], name: str) -> dict[str, float]:
+    """name's mean points per game against each opponent it played."""
+    points: dict[str, list[float]] = {}
+    for r, _ in played:
+        if name in (r.white, r.black):
+            opponent, score = (r.black, r.score) if r.white == name else (r.white, 1 - r.score)
+            points.setdefault(opponent, []).append(score)
+    return {k: float(np.mean(v)) for k, v in points.items()}
 
 
 class Evaluator:
@@ -186,17 +231,16 @@ class Evaluator:
              "termination": g.termination} for r, g in played])
         mates_search, mates_policy = self._mates(variables)
         fit = self._fit()
-        me = next(p for p in fit.players if p.name == name)
-        scores = {}
-        for r, _ in played:
-            opponent, points = (r.black, r.score) if r.white == name else (r.white, 1 - r.score)
-            scores.setdefault(opponent, []).append(points)
+        rated = {p.name: p for p in fit.players}
+        me, policy = rated[name], rated[policy_name(step)]
+        scores, policy_scores = _scores(played, name), _scores(played, policy_name(step))
         report = EvalReport(
             step=step, hours=request.hours, positions=request.positions, games=request.games,
             loss=request.loss, elo=me.rating, elo_lower=me.lower, elo_upper=me.upper,
-            score_vs_random=float(np.mean(scores[RANDOM])), mates_search=mates_search,
+            score_vs_random=scores[RANDOM], mates_search=mates_search,
             mates_policy=mates_policy, seconds=time.perf_counter() - start,
-            scores=tuple((k, float(np.mean(v))) for k, v in scores.items()))
+            policy_elo=policy.rating, policy_elo_lower=policy.lower, policy_elo_upper=policy.upper,
+            policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()))
         self.reports.append(report)
         _append_csv(self.dir / "ratings.csv", RATINGS_FIELDS, [report.row()])
         (self.dir / "ratings.json").write_text(json.dumps(
@@ -259,11 +303,17 @@ class Evaluator:
         return self._engines[spec]
 
     def _gauntlet(self, name: str, variables) -> list[tuple[GameResult, gauntlet.GauntletGame]]:
-        """Every opponent, every start position with both colours -> (rating game, game) pairs."""
+        """The searched network against every opponent and its raw policy against the fixed anchors
+        (random, the ladder), every start position with both colours -> (rating game, game) pairs."""
+        opponents = self._opponents(name)
+        anchors = [(o, m) for o, m in opponents if not is_run_player(o)]
+        return (self._play(name, gauntlet.search_mover(self.search, variables), opponents)
+                + self._play(f"policy-{name}", gauntlet.policy_mover(self.apply, variables), anchors))
+
+    def _play(self, name: str, me: gauntlet.Mover, opponents) -> list[tuple[GameResult, gauntlet.GauntletGame]]:
         starts = self._start_states()
-        me = gauntlet.search_mover(self.search, variables)
         played = []
-        for opponent, mover in self._opponents(name):
+        for opponent, mover in opponents:
             for g in gauntlet.play_gauntlet(self.game, me, mover, starts, self._next_key(), self.ecfg.max_plies):
                 white, black = (name, opponent) if g.network_first else (opponent, name)
                 result = GameResult(white, black, g.score if g.network_first else 1 - g.score)
@@ -315,7 +365,7 @@ def anchor_labels(players, within: float = 15.0) -> list[tuple[float, list[str]]
     """Fixed opponents (not the run's networks, not random) as (rating, names), anchors rated within
     `within` Elo of the group's first joined into one line (one legend entry in the progress picture)."""
     anchors = sorted((p.rating, p.name) for p in players
-                     if not p.name.startswith("step-") and p.name != RANDOM and math.isfinite(p.rating))
+                     if not is_run_player(p.name) and p.name != RANDOM and math.isfinite(p.rating))
     groups: list[tuple[float, list[str]]] = []
     for rating, name in anchors:
         if groups and rating - groups[-1][0] < within:
@@ -329,21 +379,28 @@ ANCHOR_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:olive", "tab:cyan",
 
 
 def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
-    """Elo (latest fit, 95% intervals) against hours and learner step; mate rates; loss."""
+    """Elo (latest fit, 95% intervals) of the searched network and of its raw policy against hours
+    and learner step; mate rates and scores against random; loss."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rated = {p.name: p for p in fit.players}
-    rows = [(r, rated.get(network_name(r.step))) for r in reports]
-    rows = [(r, p) for r, p in rows if p is not None]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7))
     scale, unit = (1, "hours") if reports and reports[-1].hours >= 2 else (60, "minutes")
-    for ax, x, label in ((axes[0, 0], [scale * r.hours for r, _ in rows], unit),
-                         (axes[0, 1], [r.step for r, _ in rows], "learner step")):
-        elo = np.array([p.rating for _, p in rows])
-        err = np.array([[p.rating - p.lower for _, p in rows], [p.upper - p.rating for _, p in rows]])
-        ax.errorbar(x, elo, yerr=err, marker="o", capsize=3, label="network (MCTS, run's search)")
+    curves = ((network_name, "network (MCTS, run's search)", "o", 0.0),
+              (policy_name, "raw policy (no search)", "s", 0.01))
+    for ax, unit_of, label in ((axes[0, 0], lambda r: scale * r.hours, unit),
+                               (axes[0, 1], lambda r: r.step, "learner step")):
+        for name_of, curve, marker, shift in curves:
+            rows = [(r, rated[name_of(r.step)]) for r in reports if name_of(r.step) in rated]
+            if not rows:
+                continue
+            # the policy's points shifted by 1% of the axis: both intervals stay readable where they overlap
+            x = np.array([unit_of(r) for r, _ in rows]) + shift * (unit_of(reports[-1]) - unit_of(reports[0]))
+            elo = np.array([p.rating for _, p in rows])
+            err = np.array([[p.rating - p.lower for _, p in rows], [p.upper - p.rating for _, p in rows]])
+            ax.errorbar(x, elo, yerr=err, marker=marker, capsize=3, label=curve)
         ax.axhline(0, color="grey", lw=0.8, ls="--", label="random = 0")
         # anchors named in the legend, one colour each: labels on the lines overprinted one another
         # (anchors rated close together) and the curve's last points
@@ -357,7 +414,8 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
     hours = [scale * r.hours for r in reports]
     ax = axes[1, 0]
     for field, label in (("mates_search", "mate puzzles, search"), ("mates_policy", "mate puzzles, raw policy"),
-                         ("score_vs_random", "score vs random")):
+                         ("score_vs_random", "score vs random, search"),
+                         ("policy_score_vs_random", "score vs random, raw policy")):
         values = [getattr(r, field) for r in reports]
         if any(v is not None for v in values):
             ax.plot(hours, [np.nan if v is None else v for v in values], marker="o", label=label)

@@ -5,7 +5,8 @@ selfplay/{games_per_s, positions_per_s, mean_game_length}, learner/{samples_per_
 train_ratio, batch_wait_share}, gpu/{busy, memory_gb} (per GPU with several), replay/{buffer_positions,
 buffer_mb, games_total}, outcome/{first_player_wins, draws, first_player_losses} (fractions), resign/{rate,
 false_positive_rate}; with the in-run evaluator eval/{elo, elo_lower, elo_upper, score_vs_random,
-mates_search, mates_policy, seconds} at the evaluated network's step.
+mates_search, mates_policy, seconds, policy_elo, policy_elo_lower, policy_elo_upper, policy_score_vs_random}
+at the evaluated network's step.
 """
 from __future__ import annotations
 
@@ -26,8 +27,12 @@ from selfplay.messages import EvalReport, LearnerFigures, PlayReport, ReplayStat
 def elo_text(report: Optional[EvalReport]) -> str:
     if report is None:
         return "-"
-    return (f"{report.elo:+.0f} [{report.elo_lower:+.0f}, {report.elo_upper:+.0f}] at step {report.step}, "
+    text = (f"{report.elo:+.0f} [{report.elo_lower:+.0f}, {report.elo_upper:+.0f}] at step {report.step}, "
             f"{100 * report.score_vs_random:.0f}% vs random")
+    if report.policy_elo is not None:
+        text += (f"; raw policy {report.policy_elo:+.0f} [{report.policy_elo_lower:+.0f}, "
+                 f"{report.policy_elo_upper:+.0f}], {100 * report.policy_score_vs_random:.0f}% vs random")
+    return text
 
 
 class Progress:
@@ -50,7 +55,7 @@ class Progress:
         self.evaluation = report
         w = self.writer
         for field in ("elo", "elo_lower", "elo_upper", "score_vs_random", "mates_search", "mates_policy",
-                      "seconds"):
+                      "seconds", "policy_elo", "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random"):
             value = getattr(report, field)
             if value is not None:
                 w.add_scalar(f"eval/{field}", value, report.step)

@@ -153,6 +153,12 @@ def test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve(tmp_path):
     assert len(rows) >= 2 and steps[0] == 0 and steps[-1] == 600, steps
     first, last = rows[0], rows[-1]
     assert float(last["elo"]) > float(first["elo_upper"]), rows  # learning shows, beyond the interval
+    # the raw policy is rated beside the search, against the fixed anchors only
+    assert float(last["policy_elo"]) > float(first["policy_elo_upper"]), rows  # and the policy learned
+    with open(run_dir / "eval" / "games.csv") as f:
+        policy_games = [g for g in csv.DictReader(f) if "policy-step-600" in (g["white"], g["black"])]
+    opponents = {g["black"] if g["white"] == "policy-step-600" else g["white"] for g in policy_games}
+    assert opponents == {"random", "minimax"}, opponents
     assert (run_dir / "eval" / "progress.png").stat().st_size > 10_000
     assert any((run_dir / "eval" / "networks" / "step-600").iterdir())  # kept for arena's net=
     games_before = sum(1 for _ in open(run_dir / "eval" / "games.csv"))
@@ -172,7 +178,30 @@ def test_anchor_labels_join_anchors_rated_alike():
     from arena.ratings import PlayerRating
     from selfplay.evaluator import anchor_labels
     rated = lambda name, r: PlayerRating(name, r, r - 100, r + 100, 100, 0.5)
-    players = [rated("step-1000", 560.0), rated("random", 0.0), rated("alphabeta:depth=4", 568.5),
+    players = [rated("step-1000", 560.0), rated("policy-step-1000", 300.0), rated("random", 0.0), rated("alphabeta:depth=4", 568.5),
                rated("alphabeta:depth=2", 569.2), rated("alphabeta:depth=6", 820.0)]
     assert anchor_labels(players) == [(568.5, ["alphabeta:depth=4", "alphabeta:depth=2"]),
                                       (820.0, ["alphabeta:depth=6"])]
+
+
+def test_ratings_csv_of_an_older_version_gains_the_new_columns_on_append(tmp_path):
+    """A run resumed across the version that added the raw policy's columns: the old rows keep their
+    values under the right headers (a plain append would misalign every later column)."""
+    from selfplay.evaluator import RATINGS_FIELDS, EvalReport, _append_csv, read_reports
+    old_fields = RATINGS_FIELDS[:12]
+    path = tmp_path / "ratings.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=old_fields)
+        writer.writeheader()
+        writer.writerow({"step": 0, "hours": 0.0, "positions": 0, "games": 0, "loss": "", "elo": 228.0,
+                         "elo_lower": 74.0, "elo_upper": 382.0, "score_vs_random": 0.8, "mates_search": 0.52,
+                         "mates_policy": 0.0, "seconds": 72.0})
+    new = EvalReport(step=461, hours=0.1, positions=59021, games=421, loss=2.9, elo=165.0, elo_lower=58.0,
+                     elo_upper=272.0, score_vs_random=0.7, mates_search=0.5, mates_policy=0.02, seconds=59.0,
+                     policy_elo=-20.0, policy_elo_lower=-120.0, policy_elo_upper=80.0, policy_score_vs_random=0.45)
+    _append_csv(path, RATINGS_FIELDS, [new.row()])
+    old, again = read_reports(path)
+    assert (old.step, old.elo, old.mates_policy, old.seconds, old.policy_elo) == (0, 228.0, 0.0, 72.0, None)
+    assert again == new
+    with open(path) as f:
+        assert next(csv.reader(f)) == list(RATINGS_FIELDS)
