@@ -79,10 +79,10 @@ class AgentMover:
 
     def __init__(self, agent, start_fens: Sequence[str]):
         """start_fens: the FEN of each game's start position (indexed by game)."""
-        import chess
         self.agent = agent
-        self.boards = [chess.Board(fen) for fen in start_fens]
-        self.synced = [0] * len(start_fens)
+        self.start_fens = list(start_fens)
+        self.boards: list = [None] * len(start_fens)
+        self.synced: list[list[int]] = [[] for _ in start_fens]  # the actions each board has played
 
     def __call__(self, states, games, histories, key) -> np.ndarray:
         from games import chess_bridge
@@ -96,11 +96,18 @@ class AgentMover:
         return out
 
     def _sync(self, g: int, history: list[int]):
+        """Game g's board after `history`; a history that does not extend the board's (the same
+        mover in a new gauntlet) starts again from the start position."""
+        import chess
+
         from games import chess_bridge
+        done = self.synced[g]
+        if self.boards[g] is None or list(history[:len(done)]) != done:
+            self.boards[g], done = chess.Board(self.start_fens[g]), []
         board = self.boards[g]
-        for action in history[self.synced[g]:]:
+        for action in history[len(done):]:
             board.push(chess_bridge.pgx_action_to_move(int(action), board))
-        self.synced[g] = len(history)
+        self.synced[g] = [int(a) for a in history]
         return board
 
 

@@ -82,14 +82,18 @@ def test_perfect_play_draws_itself_and_beats_random_in_both_colours():
 
 
 def test_chess_gauntlet_replays_legally_and_stockfish_beats_random():
+    """Two gauntlets with one Stockfish mover (the evaluator plays the searched network, then the raw
+    policy, against the same engine): every game of both replays legally in python-chess."""
     game = games.make("chess")
     boards = [chess.Board(fen) for fen in OPENINGS]
     fens = [b.fen() for b in boards for _ in (0, 1)]
     starts = gauntlet.start_states(game, 2, None, boards=boards)
     with make_agent("stockfish:depth=1") as stockfish:
-        played = gauntlet.play_gauntlet(game, gauntlet.random_mover, gauntlet.AgentMover(stockfish, fens),
-                                        starts, jax.random.PRNGKey(0), max_plies=200)
-    assert len(played) == 4 and [g.start for g in played] == [0, 0, 1, 1]
+        mover = gauntlet.AgentMover(stockfish, fens)
+        played = [g for seed in (0, 1) for g in gauntlet.play_gauntlet(
+            game, gauntlet.random_mover, mover, starts, jax.random.PRNGKey(seed), max_plies=200)]
+    assert len(played) == 8 and [g.start for g in played] == [0, 0, 1, 1] * 2
+    assert played[:4] != played[4:]  # the random side played other games the second time
     for g in played:
         board = chess_bridge.actions_to_board(g.actions, fens[2 * g.start])  # raises on an illegal move
         if g.termination == "rules":
