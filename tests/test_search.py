@@ -255,7 +255,7 @@ def test_dirichlet_noise_touches_legal_slots_only():
     assert probs[1, 0] == pytest.approx(1.0)  # one legal move keeps all the mass
 
 
-def test_temperature_samples_in_proportion_to_visits_then_plays_greedy():
+def test_temperature_samples_in_proportion_to_visits():
     states = TTT.init(jax.random.split(jax.random.PRNGKey(0), 512))
     base = dict(num_simulations=24, root_noise=False)
     sample = search.make_search(TTT, zero_network(TTT), SearchConfig(temperature_plies=30, **base))
@@ -265,6 +265,30 @@ def test_temperature_samples_in_proportion_to_visits_then_plays_greedy():
     freq = np.bincount(np.asarray(out.action), minlength=9) / 512
     np.testing.assert_allclose(freq, visits / visits.sum(), atol=0.07)
     np.testing.assert_allclose(out.policy_target[0], visits / visits.sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("temperature_plies", [1, 2])
+def test_sampling_stops_at_temperature_plies_then_the_most_visited_move_is_played(temperature_plies):
+    """One batch across the boundary: 256 games at ply 1 and 256 at ply 2 (each group one position,
+    so one tree). A group below temperature_plies samples (several moves, in proportion to visits);
+    a group at or past it plays its most visited move in every game."""
+    states = TTT.init(jax.random.split(jax.random.PRNGKey(0), 512))
+    states = TTT.step(states, jnp.full(512, 4))  # ply 1: the centre taken
+    at_ply_2 = TTT.step(states, jnp.zeros(512, jnp.int32))  # ply 2: and a corner
+    two = jnp.arange(512) >= 256
+    states = jax.tree.map(lambda a, b: jnp.where(two.reshape((-1,) + (1,) * (a.ndim - 1)), b, a), states, at_ply_2)
+    config = SearchConfig(num_simulations=24, root_noise=False, temperature_plies=temperature_plies)
+    out = search.make_search(TTT, zero_network(TTT), config)(None, states, jax.random.PRNGKey(1))
+    actions, visits, slots = (np.asarray(x) for x in (out.action, out.visit_counts, out.slot_actions))
+    for group, ply in ((slice(0, 256), 1), (slice(256, 512), 2)):
+        v, legal = visits[group][0], slots[group][0]
+        assert (visits[group] == v).all() and (v > 0).sum() >= 2  # one tree, more than one move searched
+        if ply < temperature_plies:
+            freq = np.array([(actions[group] == a).mean() for a in legal[v > 0]])
+            np.testing.assert_allclose(freq, v[v > 0] / v.sum(), atol=0.1)
+            assert len(set(actions[group].tolist())) >= 3
+        else:
+            assert (actions[group] == legal[np.argmax(v)]).all(), (ply, np.unique(actions[group]))
 
 
 @pytest.mark.parametrize("policy", ["puct", "gumbel"])
