@@ -1,0 +1,67 @@
+"""The default chess self-play path, in one actor (a tiny network, few simulations): the games are real
+chess (python-chess replays every move), the records hold the observations pgx computes for those
+positions, resignation ends a game where it is forced on (the side to move loses, the never-resign
+games only note it), and a finished game reaches games.pgn and reads back with python-chess."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import chess
+import chess.pgn
+import jax
+import jax.numpy as jnp
+import numpy as np
+from test_playout_cap import local_actor
+
+import games
+from configs.loader import load
+from games import chess_bridge
+from replay.record import encode
+from selfplay.config import SelfPlayConfig
+from selfplay.run import _append_pgn
+
+ROOT = Path(__file__).resolve().parents[1]
+RESIGN_AT = 6  # resign_min_plies: with a threshold of 1 every position is hopeless from here
+
+
+def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tmp_path):
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [
+        "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
+        "search.num_simulations=4", "search.max_num_considered_actions=4", "actors.games_per_actor=4",
+        "actors.resign_threshold=1.0", f"actors.resign_min_plies={RESIGN_AT}", "actors.resign_after_version=0",
+        "actors.resign_disabled_fraction=0.5"])
+    actor, records = local_actor(cfg, seed=3)
+    actor.play(RESIGN_AT + 2)
+    disabled = [log for log in actor.logs if log.serial <= 4 and log.resign_disabled]
+    assert records and disabled, "seed 3 gives both kinds of game"  # 4 games, each never-resign with p=0.5
+    assert len(records) + len(disabled) == 4  # every game that may resign did, at its first chance
+
+    game = games.make("chess")
+    step = jax.jit(game.step)
+    for record in records:
+        assert record.termination == "resign" and record.plies == RESIGN_AT
+        white = int(record.to_play[0])  # pgx player ids are per game; white moves first
+        np.testing.assert_array_equal(record.rewards[[white, 1 - white]], [-1.0, 1.0])  # white to move at ply 6
+        board = chess.Board()
+        state = game.init(jnp.asarray(record.init_key)[None])
+        for t, action in enumerate(record.actions):
+            observed = record.observation(t)
+            assert observed.any()  # real planes, not the zeros of a stand-in record
+            np.testing.assert_array_equal(np.asarray(game.observe(state))[0], observed)
+            move = chess_bridge.pgx_action_to_move(int(action), board)
+            assert move in board.legal_moves, (t, move, board.fen())
+            board.push(move)
+            state = step(state, jnp.asarray([action]))
+        _append_pgn(tmp_path, encode(record))
+    for log in disabled:  # the never-resign games noted who would have resigned, and play on
+        assert log.would_resign == int(log.to_play[0]) and len(log.actions) == RESIGN_AT + 2
+
+    with open(tmp_path / "games.pgn") as f:
+        read = [chess.pgn.read_game(f) for _ in records]
+    for record, pgn in zip(records, read):
+        assert not pgn.errors and pgn.headers["Result"] == "0-1" and pgn.headers["Termination"] == "resign"
+        assert pgn.headers["Round"] == record.game_id
+        replayed = chess.Board()
+        for action, move in zip(record.actions, pgn.mainline_moves(), strict=True):
+            assert move == chess_bridge.pgx_action_to_move(int(action), replayed)
+            replayed.push(move)
