@@ -53,6 +53,7 @@ class RunSummary:
 
     stop_reason: StopReason  # why the run stopped (Ctrl-C: "interrupted")
     step: int  # learner steps taken in all (resumed sessions included)
+    start_step: int  # the step this session started from: the restored checkpoint's (0 for a new run)
     samples_trained: int  # positions trained on in all (batch_size per step)
     games_total: int  # games in this run's replay directory
     positions_total: int  # positions of those games

@@ -688,7 +688,7 @@ class _Session:
         except (ray.exceptions.RayError, KeyboardInterrupt):
             pass
         return RunSummary(
-            stop_reason=s.stop_reason, step=s.step, samples_trained=s.samples_trained(),
+            stop_reason=s.stop_reason, step=s.step, start_step=s.step_base, samples_trained=s.samples_trained(),
             games_total=games_total, positions_total=positions_total,
             games_this_session=games_total - s.games_at_start, reloaded_games=s.games_at_start,
             games_quarantined=self.games_quarantined, actor_restarts=sum(s.actor_restarts),

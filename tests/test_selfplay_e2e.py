@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -181,17 +183,39 @@ def _start(base: list[str], *overrides: str, how: str = "") -> subprocess.Popen:
     cmd = base + ["--set", "learner.max_steps=100000", "--set", "log_every_seconds=1"]
     for o in overrides:
         cmd += ["--set", o]
-    return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, preexec_fn=own_group)
+    proc.lines = _read_lines(proc)
+    return proc
+
+
+def _read_lines(proc: subprocess.Popen) -> queue.Queue:
+    """A thread moves the run's stdout lines into a queue, then None at its end: a reader with a
+    deadline never blocks in readline while the run prints nothing."""
+    lines: queue.Queue = queue.Queue()
+
+    def read():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
 
 
 def _wait_for_step(proc: subprocess.Popen, step: int, timeout: float = 150) -> None:
+    """Waits for a progress line ("[   12s] games ... step N ...") with N >= `step`; fails at the
+    deadline whether or not the run prints."""
     deadline = time.monotonic() + timeout
-    for line in proc.stdout:  # progress lines: "[   12s] games ... step N ..."
+    while True:
+        try:
+            line = proc.lines.get(timeout=max(deadline - time.monotonic(), 0))
+        except queue.Empty:
+            pytest.fail(f"no step {step} within {timeout:.0f} s")
+        if line is None:
+            pytest.fail(f"self-play exited before step {step}")
         if " step " in line and int(line.split(" step ")[1].split()[0]) >= step:
             return
-        assert time.monotonic() < deadline, f"no step {step} in time"
-    pytest.fail(f"self-play exited before step {step}")
 
 
 def _kill_dash_nine(proc: subprocess.Popen) -> None:
@@ -217,12 +241,15 @@ def _stopped_summary(proc: subprocess.Popen, how: str) -> dict:
             os.killpg(proc.pid, signal.SIGINT)
         else:
             proc.terminate()
-        out, _ = proc.communicate(timeout=90)
+        proc.wait(timeout=90)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0
-    return json.loads(out.strip().splitlines()[-1])
+    lines = []
+    while (line := proc.lines.get(timeout=30)) is not None:
+        lines.append(line)
+    return json.loads("".join(lines).strip().splitlines()[-1])
 
 
 @pytest.mark.slow
@@ -260,8 +287,10 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     _wait_for_step(proc, killed_step + 10)
     after_ctrl_c = _stopped_summary(proc, "ctrl-c")
     assert after_ctrl_c["stop_reason"] == "interrupted"
+    assert after_ctrl_c["start_step"] == killed_step  # from the last checkpoint, not from step 0
     assert after_ctrl_c["reloaded_games"] == len(killed_games)  # every game written before the kill
     assert _games_on_disk(run_dir)[:len(killed_games)] == killed_games
+    assert after_ctrl_c["games_total"] == len(_games_on_disk(run_dir))  # counted = on disk, none lost
     assert _checkpoint_steps(run_dir)[-1] == after_ctrl_c["step"] >= killed_step + 10
     assert after_ctrl_c["samples_trained"] == after_ctrl_c["step"] * 128  # the preset's batch
 
@@ -270,6 +299,8 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     _wait_for_step(proc, after_ctrl_c["step"] + 10)
     after_sigterm = _stopped_summary(proc, "sigterm")
     assert after_sigterm["stop_reason"] == "interrupted"
+    assert after_sigterm["start_step"] == after_ctrl_c["step"]
+    assert after_sigterm["games_total"] == len(_games_on_disk(run_dir))
     assert _checkpoint_steps(run_dir)[-1] == after_sigterm["step"] >= after_ctrl_c["step"] + 10
 
     result = subprocess.run(base + ["--resume", "--set", f"learner.max_steps={after_sigterm['step'] + 10}",
@@ -279,6 +310,7 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     last = json.loads(result.stdout.strip().splitlines()[-1])
     assert last["step"] == after_sigterm["step"] + 10 and last["samples_trained"] == last["step"] * 128
+    assert last["start_step"] == after_sigterm["step"] and last["games_total"] == len(_games_on_disk(run_dir))
     _check_records_replay_exactly(run_dir)
 
 
