@@ -3,12 +3,14 @@ the engine is restarted and the move / board retried once, then reported. The pr
 killed (SIGKILL to the engine's pid while it searches or before it is asked)."""
 from __future__ import annotations
 
+import io
 import os
 import signal
 import threading
 import time
 
 import chess
+import chess.pgn
 import pytest
 
 from arena.agent import Agent, Limit
@@ -68,7 +70,15 @@ def test_stockfish_killed_mid_move_is_restarted_and_the_game_goes_on():
                          Adjudication(max_plies=16))
         assert sf.restarts == 1 and sf.pid() != first
         assert not game.termination.startswith("error"), game.termination
-        assert game.plies == 16 or game.termination != "max plies"  # every move was played
+        # every move was played: the PGN replays legally to the cap, or to a finish by the rules,
+        # past the killed search (Stockfish's third move: ply 5)
+        moves = list(chess.pgn.read_game(io.StringIO(game.pgn)).mainline_moves())
+        board = chess.Board()
+        for move in moves:
+            assert move in board.legal_moves
+            board.push(move)
+        assert len(moves) == game.plies >= 5
+        assert (game.plies, game.termination) == (16, "max plies") or board.is_game_over(claim_draw=True)
     finally:
         sf.close()
 

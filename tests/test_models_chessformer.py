@@ -217,7 +217,12 @@ def test_bfloat16_compute_shares_the_float32_parameters_and_keeps_float32_output
     for a, b in zip(full[:3], half[:3]):  # policy logits, value, WDL
         assert b.dtype == jnp.float32
         legal = np.asarray(a) > ap.NEVER_LOGIT / 2  # the filler logit is -1e9 in both
-        np.testing.assert_allclose(np.asarray(b)[legal], np.asarray(a)[legal], atol=0.15)
+        a, b = np.asarray(a)[legal], np.asarray(b)[legal]
+        # bfloat16's 8-bit mantissa: within a tenth of the outputs' spread (measured: 2-6% of it),
+        # a bound that scales with values near 0 instead of passing any value head
+        spread = a.std()
+        assert spread > 0.05
+        np.testing.assert_allclose(b, a, atol=0.1 * spread)
     matmuls = [e for e in jax.make_jaxpr(lambda s: nets["bfloat16"].apply(params, s))(squares).jaxpr.eqns
                if e.primitive.name == "dot_general"]
     assert len(matmuls) > 10 and all(e.outvars[0].aval.dtype == jnp.bfloat16 for e in matmuls)

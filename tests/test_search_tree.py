@@ -59,6 +59,7 @@ SELECTIONS = {
 
 @pytest.mark.parametrize("game_name,selection_name,max_depth", [
     ("tic_tac_toe", "mctx_muzero", None),
+    ("connect_four", "puct", None),  # our PUCT selection (search/selection.py) in both searches
     ("connect_four", "gumbel", 4),  # max_depth: a leaf is re-expanded
 ])
 def test_same_tree_as_mctx(game_name, selection_name, max_depth):
