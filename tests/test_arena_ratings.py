@@ -120,3 +120,39 @@ def test_ratings_with_fixed_model_and_lopsided_results():
         fit_ratings(shutout, anchor="q")
     with pytest.raises(ValueError, match="score"):
         fit_ratings([GameResult("a", "b", 0.3)])
+
+
+def _games(white: str, black: str, wins: int, losses: int) -> list[GameResult]:
+    return [GameResult(white, black, 1.0)] * wins + [GameResult(white, black, 0.0)] * losses
+
+
+def test_two_player_fit_is_the_closed_form_logit_and_its_fisher_interval():
+    """No draws, no white advantage, no prior: the model is logistic in d, so the maximum-likelihood
+    difference is 400 log10(W / L) and its standard error 400 / (ln 10 sqrt(n p (1 - p))) (Fisher
+    information), computed here by hand. Half the games with each colour."""
+    games = _games("a", "b", 32, 18) + _games("b", "a", 18, 32)  # a scores 64 of 100
+    fit = fit_ratings(games, anchor="b", prior_draws=0.0, advantage=0.0, draw_elo=0.0)
+    a = next(p for p in fit.players if p.name == "a")
+    assert a.rating == pytest.approx(400 * math.log10(64 / 36), abs=0.05)  # +99.9
+    stderr = 400 / (math.log(10) * math.sqrt(100 * 0.64 * 0.36))
+    assert (a.upper - a.rating) == pytest.approx(1.959964 * stderr, rel=0.01)  # +-70.9: not wider
+    assert (a.rating - a.lower) == pytest.approx(1.959964 * stderr, rel=0.01)
+
+
+def test_three_player_fit_agrees_with_zermelos_iteration():
+    """Bradley-Terry strengths by Zermelo's fixed-point iteration (Hunter 2004, a different algorithm
+    from the fit's BFGS), gamma_i = W_i / sum_j n_ij / (gamma_i + gamma_j): the fit without draws,
+    advantage or prior gives 400 log10 of the same strength ratios."""
+    wins = {("a", "b"): 30, ("b", "a"): 10, ("a", "c"): 36, ("c", "a"): 4, ("b", "c"): 25, ("c", "b"): 15}
+    games = [g for (w, l), n in wins.items() for g in _games(w, l, n // 2, 0) + _games(l, w, 0, n - n // 2)]
+    names = ["a", "b", "c"]
+    gamma = dict.fromkeys(names, 1.0)
+    for _ in range(2000):
+        new = {i: sum(wins[(i, j)] for j in names if j != i)
+               / sum((wins[(i, j)] + wins[(j, i)]) / (gamma[i] + gamma[j]) for j in names if j != i)
+               for i in names}
+        gamma = {i: g / new["c"] for i, g in new.items()}
+    fit = {p.name: p.rating for p in fit_ratings(games, anchor="c", prior_draws=0.0, advantage=0.0,
+                                                 draw_elo=0.0).players}
+    for name in names:
+        assert fit[name] == pytest.approx(400 * math.log10(gamma[name]), abs=0.1), (name, fit, gamma)

@@ -103,3 +103,39 @@ def test_sigterm_stops_annotation_keeping_boards_and_leaving_no_engine(tmp_path,
     kept = len(list(records.iter_records(out)))
     assert kept >= 3
     assert len(records.RecordStore(out)) == kept  # the index rebuilds over every board written
+
+
+def test_values_are_stockfishs_own_scores_on_the_lichess_curve(tmp_path, stockfish):
+    """Each move's value is what Stockfish itself reports for it (its multipv line, the same
+    deterministic one-thread search), from the mover's side, through the published Lichess curve
+    written out here: 1 / (1 + exp(-0.00368208 cp)), mates 1 or 0. Catches a flipped side, a white-
+    relative score, another curve or a value given to the wrong move."""
+    import math
+
+    import chess.engine
+    fens = [FENS[1], FENS[2], "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4"]
+    out_dir = tmp_path / "a"
+    annotate.annotate([boards.GameBoard(game=f"s#{i}", ply=0, fen=f) for i, f in enumerate(fens)], out_dir,
+                      nodes_per_move=50, show_progress=False)
+    store = records.RecordStore(out_dir)
+    annotated = {store[i]["fen"]: dict(zip(store[i]["moves"], store[i]["values"])) for i in range(len(store))}
+    engine = chess.engine.SimpleEngine.popen_uci(stockfish)
+    try:
+        engine.configure({"Threads": 1, "Hash": 16})
+        for fen in fens:
+            board = chess.Board(fen)
+            n = board.legal_moves.count()
+            infos = engine.analyse(board, chess.engine.Limit(nodes=50 * n), multipv=n, game=object())
+            reported = {}
+            for info in infos:
+                score = info["score"].pov(board.turn)
+                reported[info["pv"][0].uci()] = (float(score.mate() > 0) if score.is_mate()
+                                                 else 1 / (1 + math.exp(-0.00368208 * score.score())))
+            assert len(reported) >= n - 1, fen  # every move, or all but a rare one scored apart
+            for move, value in reported.items():
+                assert annotated[fen][move] == pytest.approx(value, abs=1e-9), (fen, move)
+        assert annotated[FENS[2]]["a1a8"] == 1.0
+        best = max(annotated[fens[2]], key=annotated[fens[2]].get)
+        assert best == "h5f7"  # Scholar's mate: Stockfish's own mate score puts it first
+    finally:
+        engine.quit()
