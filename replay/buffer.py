@@ -50,6 +50,9 @@ def outcome_counters(record: GameRecord) -> collections.Counter:
     return c
 
 
+RECENT_GAMES = 4  # whole games kept beside the window (recent_games)
+
+
 class ReplayBuffer:
     """Window of the most recent positions, persisted as chunk files under `directory`."""
 
@@ -62,7 +65,10 @@ class ReplayBuffer:
         self.num_actions = num_actions
         self.max_legal_actions = max_legal_actions
         self._window = Window(config.window_positions, max_legal_actions)
-        self._recent: collections.deque[GameRecord] = collections.deque(maxlen=200)
+        # beside the window only the plies of the last 200 games (their mean length) and the last few
+        # games themselves (the sample PGN): memory stays the window's, whatever the games' size
+        self._recent_plies: collections.deque[int] = collections.deque(maxlen=200)
+        self._recent: collections.deque[GameRecord] = collections.deque(maxlen=RECENT_GAMES)
         self._writer: chunks.ChunkWriter | None = None
         self._closed = False  # after close() no game is written: the run's totals are final
         if reload:
@@ -124,6 +130,7 @@ class ReplayBuffer:
         """Adds a record to the window and the totals; returns its outcome counters."""
         self._window.admit(record)
         self._recent.append(record)
+        self._recent_plies.append(record.plies)
         self.games_total += 1
         self.positions_total += record.plies
         stats = outcome_counters(record)
@@ -151,20 +158,19 @@ class ReplayBuffer:
 
     def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""
-        recent = list(self._recent)
         return ReplayStats(
             games_total=self.games_total,
             positions_total=self.positions_total,
             window_games=self._window.games,
             window_positions=self._window.positions,
             window_bytes=self._window.nbytes(),
-            mean_game_length=float(np.mean([g.plies for g in recent])) if recent else 0.0,
+            mean_game_length=float(np.mean(self._recent_plies)) if self._recent_plies else 0.0,
             games_quarantined=self.games_quarantined,
             **{k: int(v) for k, v in self._stats.items()},  # a key not in ReplayStats is a TypeError
         )
 
     def recent_games(self, n: int) -> list[bytes]:
-        """The last n games (encoded), e.g. for the sample PGN."""
+        """The last n games (encoded; at most RECENT_GAMES), e.g. for the sample PGN."""
         return [encode(g) for g in list(self._recent)[-n:]]
 
     def freeze(self, out_dir: str | os.PathLike) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import zlib
 
 import chess
@@ -148,6 +149,36 @@ def test_corrupt_chunk_on_reload_names_the_file(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(RecordError, match="chunk-000000.msgpack"):  # strict: today's stop on damage
         ReplayBuffer(tmp_path, ReplayConfig(strict=True), num_actions=9, max_legal_actions=9)
+
+
+def test_buffer_holds_the_window_and_no_more_in_positions_and_bytes(tmp_path):
+    """Long games (100 plies) through a 500-position window: after it fills, it holds at least 500 and
+    fewer than 500 + one game's positions, its arrays stop growing, and the buffer's memory does not
+    grow with the games that passed through (only the last RECENT_GAMES records are kept whole; it
+    kept 200, ~3 MB here, ~60 MB of chess)."""
+    import tracemalloc
+
+    from replay.buffer import RECENT_GAMES
+    buf = ReplayBuffer(tmp_path, ReplayConfig(window_positions=500, games_per_chunk=50), num_actions=9,
+                       max_legal_actions=9)
+    frames = lambda first: [encode(make_record(f"g{i}", 100, seed=i)) for i in range(first, first + 5)]
+    for first in range(0, 20, 5):
+        buf.add_many(frames(first))
+    window_bytes = buf.stats().window_bytes
+    record_bytes = sys.getsizeof(make_record("x", 100).observations[0]) * 100 + 100 * 5 * 3 * 4
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for first in range(20, 320, 5):
+            buf.add_many(frames(first))
+            s = buf.stats()
+            assert 500 <= s.window_positions < 600 and s.window_games == 5
+            assert s.window_bytes == window_bytes  # the rings keep their size once the window is full
+        grown = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert grown < 4 * RECENT_GAMES * record_bytes, (grown, record_bytes)
+    assert buf.stats().mean_game_length == 100.0 and len(buf.recent_games(10)) == RECENT_GAMES
 
 
 def test_window_is_bounded_by_positions_and_evicts_oldest_games(tmp_path):
