@@ -72,10 +72,8 @@ class _PgxTracker:
 def search_config(metadata: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
                   where: str = "network directory"):
     """The SearchConfig an MCTS agent plays with: metadata["search"] (the fields the network was
-    trained with) or the defaults with DEFAULT_SIMULATIONS, then no root noise (Dirichlet or Gumbel),
-    greedy play (temperature_plies 0) and forced results looked for at every node (win_check "tree": one
-    position at a time, where self-play's batches use "root"), then `overrides` (SearchConfig
-    fields). ValueError names a bad key."""
+    trained with) or the defaults with DEFAULT_SIMULATIONS, as `SearchConfig.for_play` makes it (the
+    in-run evaluator's search too), then `overrides` (SearchConfig fields). ValueError names a bad key."""
     from configs.loader import ConfigError, from_dict
     from search.config import SearchConfig
     recorded = metadata.get("search")
@@ -84,11 +82,8 @@ def search_config(metadata: Mapping[str, Any], overrides: Mapping[str, Any] | No
                 else SearchConfig(num_simulations=DEFAULT_SIMULATIONS))
     except ConfigError as e:
         raise ValueError(f"{where}: recorded search config: {e}") from None
-    # reuse_tree off: an agent searches the position it is given (self-play's tree carry is the actor's)
-    base = dataclasses.replace(base, root_noise=False, gumbel_scale=0.0, temperature_plies=0, win_check="tree",
-                               reuse_tree=False)
     try:
-        return dataclasses.replace(base, **(overrides or {}))
+        return dataclasses.replace(base.for_play(), **(overrides or {}))
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: {e}") from None
 

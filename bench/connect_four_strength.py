@@ -133,8 +133,7 @@ def main() -> None:
         p.error(f"--trace {args.trace}: {e.strerror}; name a file in a writable directory")
     net = ckpt.module()
     game = games.make("connect_four")
-    search_cfg = dataclasses.replace(cfg.search, gumbel_scale=0.0, temperature_plies=0, root_noise=False, reuse_tree=False,
-                                     num_simulations=args.simulations or cfg.search.num_simulations)
+    search_cfg = dataclasses.replace(cfg.search.for_play(), num_simulations=args.simulations or cfg.search.num_simulations)
     search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
     result = {"run": args.run, "network": network_dir, "step": ckpt.metadata.get("step"),
               "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,

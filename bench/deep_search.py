@@ -101,8 +101,7 @@ def main(argv=None) -> None:
     for sims in args.simulations:
         cells, visits = {}, {}
         for walk, stop in (("stop_at_certain", True), ("mctx_walk", False)):
-            config = dataclasses.replace(cfg.search, num_simulations=sims, root_noise=False,
-                                         gumbel_scale=0.0, temperature_plies=0, stop_at_certain=stop)
+            config = dataclasses.replace(cfg.search.for_play(), num_simulations=sims, stop_at_certain=stop)
             search = make_search(game, apply_fn, config, return_tree=True)
             seconds, tree = time_search(search, variables, states, args.repeats)
             visits[walk] = np.asarray(tree.children_visits[:, 0])

@@ -95,3 +95,15 @@ class SearchConfig:
         if self.max_num_considered_actions < 1:
             raise ValueError("search max_num_considered_actions must be >= 1, "
                              f"got {self.max_num_considered_actions}")
+
+    def for_play(self) -> SearchConfig:
+        """The search a trained network plays with, everywhere outside self-play (arena agents, the
+        in-run evaluator, the benches): no root noise (Dirichlet or Gumbel), the most visited move
+        (temperature_plies 0), each position searched afresh (reuse_tree off: the tree carry is the
+        self-play actor's), forced results looked for at every node (win_check "tree"; measured
+        in docs/experiments/2026-11-27-play-search.md). Every other field is the network's own."""
+        return dataclasses.replace(self, root_noise=False, gumbel_scale=0.0, temperature_plies=0,
+                                   reuse_tree=False, win_check=PLAY_WIN_CHECK)
+
+
+PLAY_WIN_CHECK: WinCheck = "tree"  # SearchConfig.for_play's forced-result check

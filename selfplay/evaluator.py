@@ -4,8 +4,8 @@
     report = ray.get(evaluator.evaluate.remote(EvalRequest(step, hours, positions, games, loss)))
 
 Every `evaluation.every_steps` learner steps (or `every_minutes`) the run asks for an evaluation of
-the newest published network, played with the run's own search (no root noise, no Gumbel noise,
-greedy). The evaluator
+the newest published network, played with the run's own search as every player plays it
+(`SearchConfig.for_play`: no noise, greedy, forced results checked at every node). The evaluator
   - plays a gauntlet (arena/gauntlet.py: batched games, every start position with both colours)
     against a random mover, the previous `previous_networks` evaluated networks of the run and the
     game's engine ladder (`engines`; chess: arena agent specs, from the opening book);
@@ -196,8 +196,7 @@ class Evaluator:
         self.net = models.make_network(cfg.network, self.game.spec)
         apply = lambda variables, obs: self.net.apply(variables, obs, train=False)  # noqa: E731
         self.apply = apply
-        self.search_cfg = dataclasses.replace(cfg.search, root_noise=False, temperature_plies=0,
-                                              gumbel_scale=0.0, reuse_tree=False)
+        self.search_cfg = cfg.search.for_play()  # what `mcts:net=eval/networks/step-N` plays too
         self.search = search_lib.make_search(self.game, apply, self.search_cfg)
         self.reports = read_reports(self.dir / "ratings.csv")
         self.results = read_games(self.dir / "games.csv")

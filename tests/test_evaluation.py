@@ -209,3 +209,31 @@ def test_ratings_csv_of_an_older_version_gains_the_new_columns_on_append(tmp_pat
     assert again == new
     with open(path) as f:
         assert next(csv.reader(f)) == list(RATINGS_FIELDS)
+
+
+def test_the_evaluator_searches_a_network_as_the_arena_plays_it(tmp_path):
+    """The in-run Elo rates the search that `mcts:net=eval/networks/step-N` plays: the evaluator's
+    SearchConfig equals the arena agent's, built from the metadata the evaluator saved with the
+    network, for a self-play search unlike play in every field for_play sets (noise, sampling, tree
+    reuse, root-only forced results)."""
+    from arena.network_agents import search_config
+    from configs.loader import load
+    from models import checkpoint
+    from selfplay.config import SelfPlayConfig
+    from selfplay.evaluator import EvalRequest, Evaluator
+    cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [
+        "search.root_noise=true", "search.temperature_plies=4", "search.reuse_tree=true", "search.win_check=root",
+        "search.policy=gumbel", "search.gumbel_scale=1.0", "evaluation.openings=2", "evaluation.engines=[]",
+        "evaluation.previous_networks=0"])
+    evaluator = Evaluator(str(tmp_path), cfg)
+    game = games.make("tic_tac_toe")
+    variables = evaluator.net.init(jax.random.PRNGKey(0), game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 1))),
+                                   train=False)
+    report = evaluator.evaluate(EvalRequest(step=5, hours=0.0, positions=0, games=0, variables=variables))
+    assert report is not None and report.step == 5
+    saved = checkpoint.load(tmp_path / "eval" / "networks" / "step-5")
+    played = search_config(saved.metadata)
+    assert played == evaluator.search_cfg
+    assert (played.root_noise, played.gumbel_scale, played.temperature_plies, played.reuse_tree, played.win_check) \
+        == (False, 0.0, 0, False, "tree")
+    assert (played.policy, played.num_simulations) == (cfg.search.policy, cfg.search.num_simulations)

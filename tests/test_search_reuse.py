@@ -182,8 +182,9 @@ def test_reuse_refuses_playout_cap_randomization():
 
 
 def test_match_play_searches_each_position_afresh():
-    """A network trained with tree reuse records it in its search config: an arena agent (and the
-    in-run evaluator) searches the position it is given, so it plays with reuse off."""
+    """A network trained with tree reuse records it in its search config: an arena agent searches the
+    position it is given, so it plays with reuse off (the in-run evaluator plays the same config:
+    tests/test_evaluation.py)."""
     from arena.network_agents import search_config
     recorded = {"search": {"policy": "gumbel", "num_simulations": 24, "reuse_tree": True}}
     played = search_config(recorded)
