@@ -233,11 +233,15 @@ def test_bfloat16_compute_keeps_float32_parameters_and_outputs(game):
     assert convs and all(e.outvars[0].aval.dtype == jnp.bfloat16 for e in convs)
 
     def loss(params):
-        out, _ = nets["bfloat16"].apply({**variables, "params": params}, obs, train=True, mutable=["batch_stats"])
-        return jnp.mean(out.value ** 2) + jnp.mean(jax.nn.logsumexp(out.policy_logits, -1))
+        out, updates = nets["bfloat16"].apply({**variables, "params": params}, obs, train=True, mutable=["batch_stats"])
+        return jnp.mean(out.value ** 2) + jnp.mean(jax.nn.logsumexp(out.policy_logits, -1)), updates
 
-    grads = jax.grad(loss)(variables["params"])
+    grads, updates = jax.grad(loss, has_aux=True)(variables["params"])
     assert all(g.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
+    # a training step's BatchNorm update keeps float32 statistics (and moves them)
+    stats, old = jax.tree.leaves(updates["batch_stats"]), jax.tree.leaves(variables["batch_stats"])
+    assert len(stats) == len(old) and all(s.dtype == jnp.float32 for s in stats)
+    assert any(not np.allclose(s, o) for s, o in zip(stats, old))
 
 
 def test_unknown_compute_dtype_is_a_one_line_config_error():
