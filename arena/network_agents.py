@@ -296,11 +296,11 @@ class MctsAgent(_NetworkAgent):
 def make_network_agent(spec) -> Agent:
     """mcts:/policy: spec -> agent; for mcts the spec's SearchConfig keys (parsed and checked by
     arena.spec) override the network directory's recorded search."""
-    from arena.spec import search_keys
+    from search.config import SearchConfig
     temperature = spec.get("temperature", 0.0)
     seed = spec.get("seed", 0)
     if spec.kind == "policy":
         return PolicyAgent(spec.get("net"), spec.name, temperature, seed)
-    keys = search_keys()
+    keys = {f.name for f in dataclasses.fields(SearchConfig) if f.init}
     search = {k: v for k, v in spec.options if k in keys and k != "temperature"}
     return MctsAgent(spec.get("net"), spec.name, search, temperature, seed)

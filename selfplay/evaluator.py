@@ -26,10 +26,7 @@ A resumed run reloads games.csv and ratings.csv and never evaluates a step twice
 """
 from __future__ import annotations
 
-import csv
-import dataclasses
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -46,12 +43,22 @@ from arena.ratings import GameResult, fit_ratings
 from configs.loader import to_dict
 from models import checkpoint as network_checkpoint
 from selfplay.config import SelfPlayConfig
+from selfplay.errors import RunError
+from selfplay.eval_plot import plot_progress
+from selfplay.eval_store import (
+    GAMES_FIELDS,
+    RANDOM,
+    RATINGS_FIELDS,
+    append_csv,
+    is_run_player,
+    network_name,
+    policy_name,
+    read_games,
+    read_reports,
+    report_row,
+)
+from selfplay.messages import EvalReport, EvalRequest
 
-RANDOM = "random"
-RATINGS_FIELDS = ("step", "hours", "positions", "games", "loss", "elo", "elo_lower", "elo_upper",
-                  "score_vs_random", "mates_search", "mates_policy", "seconds", "policy_elo",
-                  "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random")
-GAMES_FIELDS = ("step", "white", "black", "score", "plies", "termination")
 DEFAULT_LADDER = {"chess": ("stockfish:skill=0,depth=1",), "tic_tac_toe": ("minimax",),
                   "connect_four": ("alphabeta:depth=2", "alphabeta:depth=4")}
 
@@ -67,112 +74,6 @@ def ladder(game: str, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
             from arena.board_players import parse_player
             parse_player(game, spec)
     return tuple(specs)
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalRequest:
-    """What the run knows when it asks for an evaluation."""
-
-    step: int  # learner step reached
-    hours: float  # wall time of the run so far (all sessions)
-    positions: int  # self-play positions generated so far
-    games: int  # self-play games finished so far
-    loss: Optional[float] = None  # the learner's last total loss
-    variables: Any = None  # the network to evaluate; None: the newest published in the parameter store
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalReport:
-    """One evaluation: the network's rating (refitted with every game so far) and its results."""
-
-    step: int  # the evaluated network's step (its publication version)
-    hours: float
-    positions: int
-    games: int
-    loss: Optional[float]
-    elo: float  # against random = 0
-    elo_lower: float  # 95% interval
-    elo_upper: float
-    score_vs_random: float  # mean points per game against the random mover
-    mates_search: Optional[float]  # chess: fraction of the mate puzzles solved by the search
-    mates_policy: Optional[float]  # ... and by the raw policy
-    seconds: float  # the evaluation's wall time
-    policy_elo: Optional[float] = None  # the raw policy (no search) against the same anchors
-    policy_elo_lower: Optional[float] = None  # (None in ratings.csv rows written before it was rated)
-    policy_elo_upper: Optional[float] = None
-    policy_score_vs_random: Optional[float] = None
-    scores: tuple[tuple[str, float], ...] = ()  # opponent -> mean points per game (the searched network)
-
-    def row(self) -> dict:
-        return {k: getattr(self, k) for k in RATINGS_FIELDS}
-
-
-def network_name(step: int) -> str:
-    return f"step-{step}"
-
-
-def policy_name(step: int) -> str:
-    """The raw policy of network_name(step) as a rated player."""
-    return f"policy-{network_name(step)}"
-
-
-def is_run_player(name: str) -> bool:
-    """A network of the run (searched or raw policy), not a fixed anchor."""
-    return name.startswith(("step-", "policy-step-"))
-
-
-def _float_or_none(text: Optional[str]) -> Optional[float]:
-    return None if text in (None, "", "None") else float(text)
-
-
-def read_reports(path: Path) -> list[EvalReport]:
-    """ratings.csv -> its evaluations, in order."""
-    if not path.exists():
-        return []
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    return [EvalReport(step=int(r["step"]), hours=float(r["hours"]), positions=int(r["positions"]),
-                       games=int(r["games"]), loss=_float_or_none(r["loss"]), elo=float(r["elo"]),
-                       elo_lower=float(r["elo_lower"]), elo_upper=float(r["elo_upper"]),
-                       score_vs_random=float(r["score_vs_random"]),
-                       mates_search=_float_or_none(r["mates_search"]),
-                       mates_policy=_float_or_none(r["mates_policy"]), seconds=float(r["seconds"]),
-                       policy_elo=_float_or_none(r.get("policy_elo")),
-                       policy_elo_lower=_float_or_none(r.get("policy_elo_lower")),
-                       policy_elo_upper=_float_or_none(r.get("policy_elo_upper")),
-                       policy_score_vs_random=_float_or_none(r.get("policy_score_vs_random")))
-            for r in rows]
-
-
-def read_games(path: Path) -> list[tuple[int, GameResult]]:
-    """games.csv -> (step evaluated, GameResult) per game."""
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return [(int(r["step"]), GameResult(r["white"], r["black"], float(r["score"])))
-                for r in csv.DictReader(f)]
-
-
-def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict]) -> None:
-    """Appends rows; a file written with other columns (an older version's) is first rewritten with
-    `fields`, its missing columns empty, so a resumed run never misaligns its columns."""
-    if path.exists():
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            old_rows = list(reader) if tuple(reader.fieldnames or ()) != fields else None
-        if old_rows is not None:
-            tmp = path.with_suffix(".tmp")
-            with open(tmp, "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=fields, restval="", extrasaction="ignore")
-                writer.writeheader()
-                writer.writerows(old_rows)
-            tmp.replace(path)
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        if new:
-            writer.writeheader()
-        writer.writerows(rows)
 
 
 def _scores(played: list[tuple[GameResult, Any]], name: str) -> dict[str, float]:
@@ -225,7 +126,7 @@ class Evaluator:
         name = network_name(step)
         played = self._gauntlet(name, variables)
         self.results.extend((step, r) for r, _ in played)
-        _append_csv(self.dir / "games.csv", GAMES_FIELDS, [
+        append_csv(self.dir / "games.csv", GAMES_FIELDS, [
             {"step": step, "white": r.white, "black": r.black, "score": r.score, "plies": g.plies,
              "termination": g.termination} for r, g in played])
         mates_search, mates_policy = self._mates(variables)
@@ -241,7 +142,7 @@ class Evaluator:
             policy_elo=policy.rating, policy_elo_lower=policy.lower, policy_elo_upper=policy.upper,
             policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()))
         self.reports.append(report)
-        _append_csv(self.dir / "ratings.csv", RATINGS_FIELDS, [report.row()])
+        append_csv(self.dir / "ratings.csv", RATINGS_FIELDS, [report_row(report)])
         (self.dir / "ratings.json").write_text(json.dumps(
             {"anchor": RANDOM, "players": fit.table(), "advantage": fit.advantage, "draw_elo": fit.draw_elo},
             indent=1))
@@ -360,81 +261,6 @@ class Evaluator:
         self._engines.clear()
 
 
-def anchor_labels(players, within: float = 15.0) -> list[tuple[float, list[str]]]:
-    """Fixed opponents (not the run's networks, not random) as (rating, names), anchors rated within
-    `within` Elo of the group's first joined into one line (one legend entry in the progress picture)."""
-    anchors = sorted((p.rating, p.name) for p in players
-                     if not is_run_player(p.name) and p.name != RANDOM and math.isfinite(p.rating))
-    groups: list[tuple[float, list[str]]] = []
-    for rating, name in anchors:
-        if groups and rating - groups[-1][0] < within:
-            groups[-1][1].append(name)
-        else:
-            groups.append((rating, [name]))
-    return groups
-
-
-ANCHOR_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink", "tab:green")
-
-
-def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
-    """Elo (latest fit, 95% intervals) of the searched network and of its raw policy against hours
-    and learner step; mate rates and scores against random; loss."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rated = {p.name: p for p in fit.players}
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    scale, unit = (1, "hours") if reports and reports[-1].hours >= 2 else (60, "minutes")
-    curves = ((network_name, "network (MCTS, run's search)", "o", 0.0),
-              (policy_name, "raw policy (no search)", "s", 0.01))
-    for ax, unit_of, label in ((axes[0, 0], lambda r: scale * r.hours, unit),
-                               (axes[0, 1], lambda r: r.step, "learner step")):
-        for name_of, curve, marker, shift in curves:
-            rows = [(r, rated[name_of(r.step)]) for r in reports if name_of(r.step) in rated]
-            if not rows:
-                continue
-            # the policy's points shifted by 1% of the axis: both intervals stay readable where they overlap
-            x = np.array([unit_of(r) for r, _ in rows]) + shift * (unit_of(reports[-1]) - unit_of(reports[0]))
-            elo = np.array([p.rating for _, p in rows])
-            err = np.array([[p.rating - p.lower for _, p in rows], [p.upper - p.rating for _, p in rows]])
-            ax.errorbar(x, elo, yerr=err, marker=marker, capsize=3, label=curve)
-        ax.axhline(0, color="grey", lw=0.8, ls="--", label="random = 0")
-        # anchors named in the legend, one colour each: labels on the lines overprinted one another
-        # (anchors rated close together) and the curve's last points
-        for k, (rating, names) in enumerate(anchor_labels(fit.players)):
-            ax.axhline(rating, lw=1.0, ls=":", color=ANCHOR_COLOURS[k % len(ANCHOR_COLOURS)],
-                       label=f"{', '.join(names)} ({rating:+.0f})")
-        ax.set_xlabel(label)
-        ax.set_ylabel("Elo (95% interval)")
-        ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=8, loc="best")
-    hours = [scale * r.hours for r in reports]
-    ax = axes[1, 0]
-    for field, label in (("mates_search", "mate puzzles, search"), ("mates_policy", "mate puzzles, raw policy"),
-                         ("score_vs_random", "score vs random, search"),
-                         ("policy_score_vs_random", "score vs random, raw policy")):
-        values = [getattr(r, field) for r in reports]
-        if any(v is not None for v in values):
-            ax.plot(hours, [np.nan if v is None else v for v in values], marker="o", label=label)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel(unit)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    ax = axes[1, 1]
-    ax.plot(hours, [np.nan if r.loss is None else r.loss for r in reports], marker="o")
-    ax.set_xlabel(unit)
-    ax.set_ylabel("learner loss (total)")
-    ax.grid(alpha=0.3)
-    fig.suptitle(f"{title}: strength by evaluation")
-    fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=90)
-    plt.close(fig)
-    tmp.replace(path)
-
-
 class EvaluatorHandle:
     """The run's side of the evaluator actor: when an evaluation is due, one request in flight."""
 
@@ -444,7 +270,6 @@ class EvaluatorHandle:
         try:
             ladder(cfg.game, self.cfg.engines)
         except ValueError as e:
-            from selfplay.run import RunError
             raise RunError(f"evaluation.engines: {e}") from None
         from selfplay.gpu import process_env
         self.actor = ray.remote(Evaluator).options(
@@ -454,7 +279,6 @@ class EvaluatorHandle:
         try:
             done = ray.get(self.actor.evaluated_steps.remote(), timeout=300)
         except ray.exceptions.GetTimeoutError:
-            from selfplay.run import RunError
             raise RunError(
                 f"the evaluator (evaluation.num_cpus={self.cfg.num_cpus}, num_gpus={self.cfg.num_gpus}) found no "
                 "free Ray resources in 5 minutes: raise ray_num_cpus or set evaluation.num_cpus=0") from None

@@ -8,21 +8,56 @@ defined here.
     PlayReport      actors -> run          actors/messages.py
     TrainResult     learner -> run         learner/messages.py (with TrainMetrics)
     LearnerLocation learner -> run         learner/messages.py
-    EvalReport      evaluator -> run       selfplay/evaluator.py
+    EvalRequest     run -> evaluator       here
+    EvalReport      evaluator -> run       here
     RunSummary      run -> selfplay.py     here (printed as JSON via dataclasses.asdict), with
     LearnerFigures and GpuFigures
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from actors.messages import PlayReport
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
 from replay.messages import ReplayStats, TrainingBatch
-from selfplay.evaluator import EvalReport
 
 StopReason = Literal["max_steps", "max_minutes", "interrupted"]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalRequest:
+    """What the run knows when it asks for an evaluation."""
+
+    step: int  # learner step reached
+    hours: float  # wall time of the run so far (all sessions)
+    positions: int  # self-play positions generated so far
+    games: int  # self-play games finished so far
+    loss: Optional[float] = None  # the learner's last total loss
+    variables: Any = None  # the network to evaluate; None: the newest published in the parameter store
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalReport:
+    """One evaluation: the network's rating (refitted with every game so far) and its results."""
+
+    step: int  # the evaluated network's step (its publication version)
+    hours: float
+    positions: int
+    games: int
+    loss: Optional[float]
+    elo: float  # against random = 0
+    elo_lower: float  # 95% interval
+    elo_upper: float
+    score_vs_random: float  # mean points per game against the random mover
+    mates_search: Optional[float]  # chess: fraction of the mate puzzles solved by the search
+    mates_policy: Optional[float]  # ... and by the raw policy
+    seconds: float  # the evaluation's wall time
+    policy_elo: Optional[float] = None  # the raw policy (no search) against the same anchors
+    policy_elo_lower: Optional[float] = None  # (None in ratings.csv rows written before it was rated)
+    policy_elo_upper: Optional[float] = None
+    policy_score_vs_random: Optional[float] = None
+    scores: tuple[tuple[str, float], ...] = ()  # opponent -> mean points per game (the searched network)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,5 +107,5 @@ class RunSummary:
     gpus: Optional[GpuFigures] = None  # GPU busy % and memory (None: no NVIDIA GPU on this node)
 
 
-__all__ = ["EvalReport", "GpuFigures", "LearnerFigures", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
+__all__ = ["EvalReport", "EvalRequest", "GpuFigures", "LearnerFigures", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
            "TrainResult", "TrainingBatch"]

@@ -49,10 +49,12 @@ from models import checkpoint as network_checkpoint
 from replay.buffer import ReplayBuffer
 from replay.record import RecordError, SchemaError, decode
 from selfplay.config import SelfPlayConfig
-from selfplay.evaluator import EvalRequest, EvaluatorHandle
+from selfplay.errors import RunError
+from selfplay.evaluator import EvaluatorHandle
 from selfplay.gpu import GpuMonitor, local_gpu_count, out_of_memory_line, process_env, shares_line
 from selfplay.learners import LearnerHandle, make_learner
 from selfplay.messages import (
+    EvalRequest,
     GpuFigures,
     LearnerFigures,
     PlayReport,
@@ -64,11 +66,6 @@ from selfplay.messages import (
 )
 from selfplay.parameter_store import ParameterStore
 from selfplay.progress import Progress
-
-
-class RunError(RuntimeError):
-    """A run that cannot start as asked (existing run without --resume, nothing to resume, ...)."""
-
 
 _ACTOR_MEMORY_FIX = ("lower actors.games_per_actor or search.num_simulations, or give each actor a larger "
                      "share (actors.num_gpus, gpu_memory, driver_gpu_share)")

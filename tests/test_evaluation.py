@@ -180,7 +180,7 @@ def test_anchor_labels_join_anchors_rated_alike():
     """The progress picture labels each fixed opponent once; anchors the fit rates alike (alpha-beta
     depths 2 and 4 both at +569 in a connect-four run) share one line instead of overprinting."""
     from arena.ratings import PlayerRating
-    from selfplay.evaluator import anchor_labels
+    from selfplay.eval_plot import anchor_labels
     rated = lambda name, r: PlayerRating(name, r, r - 100, r + 100, 100, 0.5)
     players = [rated("step-1000", 560.0), rated("policy-step-1000", 300.0), rated("random", 0.0), rated("alphabeta:depth=4", 568.5),
                rated("alphabeta:depth=2", 569.2), rated("alphabeta:depth=6", 820.0)]
@@ -191,7 +191,8 @@ def test_anchor_labels_join_anchors_rated_alike():
 def test_ratings_csv_of_an_older_version_gains_the_new_columns_on_append(tmp_path):
     """A run resumed across the version that added the raw policy's columns: the old rows keep their
     values under the right headers (a plain append would misalign every later column)."""
-    from selfplay.evaluator import RATINGS_FIELDS, EvalReport, _append_csv, read_reports
+    from selfplay.eval_store import RATINGS_FIELDS, append_csv, read_reports, report_row
+    from selfplay.messages import EvalReport
     old_fields = RATINGS_FIELDS[:12]
     path = tmp_path / "ratings.csv"
     with open(path, "w", newline="") as f:
@@ -203,7 +204,7 @@ def test_ratings_csv_of_an_older_version_gains_the_new_columns_on_append(tmp_pat
     new = EvalReport(step=461, hours=0.1, positions=59021, games=421, loss=2.9, elo=165.0, elo_lower=58.0,
                      elo_upper=272.0, score_vs_random=0.7, mates_search=0.5, mates_policy=0.02, seconds=59.0,
                      policy_elo=-20.0, policy_elo_lower=-120.0, policy_elo_upper=80.0, policy_score_vs_random=0.45)
-    _append_csv(path, RATINGS_FIELDS, [new.row()])
+    append_csv(path, RATINGS_FIELDS, [report_row(new)])
     old, again = read_reports(path)
     assert (old.step, old.elo, old.mates_policy, old.seconds, old.policy_elo) == (0, 228.0, 0.0, 72.0, None)
     assert again == new
@@ -220,7 +221,8 @@ def test_the_evaluator_searches_a_network_as_the_arena_plays_it(tmp_path):
     from configs.loader import load
     from models import checkpoint
     from selfplay.config import SelfPlayConfig
-    from selfplay.evaluator import EvalRequest, Evaluator
+    from selfplay.evaluator import Evaluator
+    from selfplay.messages import EvalRequest
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [
         "search.root_noise=true", "search.temperature_plies=4", "search.reuse_tree=true", "search.win_check=root",
         "search.policy=gumbel", "search.gumbel_scale=1.0", "evaluation.openings=2", "evaluation.engines=[]",

@@ -1,0 +1,87 @@
+"""The in-run evaluator's picture, runs/<name>/eval/progress.png: Elo of the searched network and of
+its raw policy (95% intervals, the latest fit) against time and learner step, the fixed anchors as
+lines, mate-puzzle rates and scores against random, the learner's loss."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from selfplay.eval_store import RANDOM, is_run_player, network_name, policy_name
+from selfplay.messages import EvalReport
+
+
+def anchor_labels(players, within: float = 15.0) -> list[tuple[float, list[str]]]:
+    """Fixed opponents (not the run's networks, not random) as (rating, names), anchors rated within
+    `within` Elo of the group's first joined into one line (one legend entry in the progress picture)."""
+    anchors = sorted((p.rating, p.name) for p in players
+                     if not is_run_player(p.name) and p.name != RANDOM and math.isfinite(p.rating))
+    groups: list[tuple[float, list[str]]] = []
+    for rating, name in anchors:
+        if groups and rating - groups[-1][0] < within:
+            groups[-1][1].append(name)
+        else:
+            groups.append((rating, [name]))
+    return groups
+
+
+ANCHOR_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink", "tab:green")
+
+
+def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
+    """Elo (latest fit, 95% intervals) of the searched network and of its raw policy against hours
+    and learner step; mate rates and scores against random; loss."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rated = {p.name: p for p in fit.players}
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    scale, unit = (1, "hours") if reports and reports[-1].hours >= 2 else (60, "minutes")
+    curves = ((network_name, "network (MCTS, run's search)", "o", 0.0),
+              (policy_name, "raw policy (no search)", "s", 0.01))
+    for ax, unit_of, label in ((axes[0, 0], lambda r: scale * r.hours, unit),
+                               (axes[0, 1], lambda r: r.step, "learner step")):
+        for name_of, curve, marker, shift in curves:
+            rows = [(r, rated[name_of(r.step)]) for r in reports if name_of(r.step) in rated]
+            if not rows:
+                continue
+            # the policy's points shifted by 1% of the axis: both intervals stay readable where they overlap
+            x = np.array([unit_of(r) for r, _ in rows]) + shift * (unit_of(reports[-1]) - unit_of(reports[0]))
+            elo = np.array([p.rating for _, p in rows])
+            err = np.array([[p.rating - p.lower for _, p in rows], [p.upper - p.rating for _, p in rows]])
+            ax.errorbar(x, elo, yerr=err, marker=marker, capsize=3, label=curve)
+        ax.axhline(0, color="grey", lw=0.8, ls="--", label="random = 0")
+        # anchors named in the legend, one colour each: labels on the lines overprinted one another
+        # (anchors rated close together) and the curve's last points
+        for k, (rating, names) in enumerate(anchor_labels(fit.players)):
+            ax.axhline(rating, lw=1.0, ls=":", color=ANCHOR_COLOURS[k % len(ANCHOR_COLOURS)],
+                       label=f"{', '.join(names)} ({rating:+.0f})")
+        ax.set_xlabel(label)
+        ax.set_ylabel("Elo (95% interval)")
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="best")
+    hours = [scale * r.hours for r in reports]
+    ax = axes[1, 0]
+    for field, label in (("mates_search", "mate puzzles, search"), ("mates_policy", "mate puzzles, raw policy"),
+                         ("score_vs_random", "score vs random, search"),
+                         ("policy_score_vs_random", "score vs random, raw policy")):
+        values = [getattr(r, field) for r in reports]
+        if any(v is not None for v in values):
+            ax.plot(hours, [np.nan if v is None else v for v in values], marker="o", label=label)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(unit)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax = axes[1, 1]
+    ax.plot(hours, [np.nan if r.loss is None else r.loss for r in reports], marker="o")
+    ax.set_xlabel(unit)
+    ax.set_ylabel("learner loss (total)")
+    ax.grid(alpha=0.3)
+    fig.suptitle(f"{title}: strength by evaluation")
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    tmp.replace(path)
