@@ -78,9 +78,15 @@ class SelfPlayActor:
     """Plays `actor_cfg.games_per_actor` games in parallel forever, a few plies per `play` call."""
 
     def __init__(self, actor_id: int, game_name: str, network_cfg, search_cfg, actor_cfg: ActorConfig,
-                 replay, param_store, seed: int, opening_lines: tuple[np.ndarray, ...] = ()):
+                 replay, param_store, seed: int, opening_lines: tuple[np.ndarray, ...] | None = ()):
+        """replay, param_store: handles, or the names of Ray actors (a run passes names: an actor Ray
+        restarts looks the live ones up instead of needing arguments kept in the object store).
+        opening_lines: pgx action lines a game starts on (selfplay/openings.py); None: the store's."""
+        replay, param_store = (ray.get_actor(h) if isinstance(h, str) else h for h in (replay, param_store))
         self.actor_id = actor_id
-        self.opening_lines = opening_lines  # pgx action lines (selfplay/openings.py); a game starts on one
+        if opening_lines is None:
+            opening_lines = ray.get(param_store.get_opening_lines.remote())
+        self.opening_lines = opening_lines
         self.cfg = actor_cfg
         self.game = games.make(game_name)
         self.net = models.make_network(network_cfg, self.game.spec)

@@ -62,6 +62,14 @@ class EngineDiedError(RuntimeError):
     """The engine process died twice on the same move (restarted in between)."""
 
 
+def open_uci(command, timeout: float = 30) -> chess.engine.SimpleEngine:
+    """Starts a UCI engine (python-chess), the one place the project does: its fork execs the engine
+    at once, so JAX's fork warning is silenced here (configs.runtime.forks_quietly)."""
+    from configs.runtime import forks_quietly
+    with forks_quietly():
+        return chess.engine.SimpleEngine.popen_uci(command, timeout=timeout)
+
+
 class EngineAgent(Agent):
     """A UCI engine process; `limit` defaults come from the spec (nodes / movetime ms / depth)."""
 
@@ -82,7 +90,7 @@ class EngineAgent(Agent):
     def _start(self) -> chess.engine.SimpleEngine:
         command = self._command
         try:
-            engine = chess.engine.SimpleEngine.popen_uci(command, timeout=30)
+            engine = open_uci(command)
         except FileNotFoundError:
             raise FileNotFoundError(f"engine '{command[0]}' not found") from None
         except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError,

@@ -5,6 +5,7 @@ import contextlib
 import os
 import signal
 import threading
+import warnings
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -67,6 +68,16 @@ def pin_threads(cores: list[int]) -> bool:
 # in threading.Event, could deadlock when the handler interrupts the main thread holding it)
 _stop_requested = False
 _deferring = 0  # depth of open stops_deferred() blocks: the handler records a signal instead of raising
+
+
+@contextlib.contextmanager
+def forks_quietly():
+    """Silences JAX's "os.fork() was called ... deadlock" RuntimeWarning around starting processes
+    that exec at once (Ray's daemons, a UCI engine): the child runs no JAX, so it cannot deadlock.
+    Other warnings stay visible."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        yield
 
 
 def stop_on_signals() -> None:

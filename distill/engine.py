@@ -9,13 +9,13 @@ from __future__ import annotations
 import chess
 import chess.engine
 
-from arena.engine_agent import find_stockfish
+from arena.engine_agent import find_stockfish, open_uci
 from arena.winprob import score_to_win_prob
 
 
 def open_engine(path: str = "", threads: int = 1, hash_mb: int = 16) -> chess.engine.SimpleEngine:
     """Starts Stockfish (`path`, or wherever `arena.engine_agent.find_stockfish` finds it)."""
-    engine = chess.engine.SimpleEngine.popen_uci(find_stockfish(path or None))
+    engine = open_uci(find_stockfish(path or None))
     engine.configure({"Threads": threads, "Hash": hash_mb})
     return engine
 

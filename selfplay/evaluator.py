@@ -90,6 +90,11 @@ class Evaluator:
     """Evaluates networks of one run; keeps its files under runs/<name>/eval/."""
 
     def __init__(self, run_dir: str, cfg: SelfPlayConfig, store=None):
+        """store: the parameter store's handle or Ray name (a restarted evaluator looks it up), or None
+        when every request carries its variables."""
+        if isinstance(store, str):
+            import ray
+            store = ray.get_actor(store)
         self.cfg, self.ecfg, self.store = cfg, cfg.evaluation, store
         self.dir = Path(run_dir) / "eval"
         (self.dir / "networks").mkdir(parents=True, exist_ok=True)

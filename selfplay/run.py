@@ -26,7 +26,9 @@ On GPUs each JAX process takes a bounded share of its GPU's memory (selfplay/gpu
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import os
 import sys
 import threading
@@ -42,7 +44,7 @@ import games
 import models
 from actors.selfplay_actor import SelfPlayActor
 from configs.loader import to_dict
-from configs.runtime import pin_threads, raise_if_stop_requested, stop_on_signals
+from configs.runtime import forks_quietly, pin_threads, raise_if_stop_requested, stop_on_signals
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
@@ -198,15 +200,33 @@ def _check_local_gpus(cfg: SelfPlayConfig) -> None:
                        "run it on a GPU machine, or set actors.num_gpus=0 (and those others to 0) to play on the CPU")
 
 
+@contextlib.contextmanager
+def _quiet_loggers(*names: str):
+    """Only warnings (or errors) from the loggers `names` while the block runs."""
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [logger.level for logger in loggers]
+    for logger, level in zip(loggers, levels):
+        logger.setLevel(max(level, logging.ERROR if "authentication" in logger.name else logging.WARNING))
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
     """Connects to `address` or starts a small local Ray; returns whether we started it."""
     if ray.is_initialized():
         return False
-    if address:
-        ray.init(address=address, log_to_driver=True)
-    else:  # "local": a new instance even where `ray start` (or a test's Cluster) left a current cluster
-        ray.init(address="local", num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
-                 object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
+    with forks_quietly():
+        if address:
+            ray.init(address=address, log_to_driver=True)
+        else:  # "local": a new instance even where `ray start` (or a test's Cluster) left a current cluster
+            # Ray's notices at every start: "Started a local Ray instance", and that a local instance
+            # uses token authentication (its default)
+            with _quiet_loggers("ray._private.worker", "ray._private.authentication.authentication_token_setup"):
+                ray.init(address="local", num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
+                         object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
     stop_on_signals()  # after ray.init, whose own handler exits at once
     return True
 
@@ -228,6 +248,13 @@ def _append_pgn(run_dir: Path, frame: bytes) -> None:
 
 def _variables(state: TrainState) -> dict:
     return jax.device_get({"params": state.params, "batch_stats": state.batch_stats})
+
+
+def actor_names(cfg: SelfPlayConfig) -> dict[str, str]:
+    """Ray names of this session's parameter store and replay buffer: unique on a shared cluster
+    (run name, driver pid, the time of the call) and looked up by the actors that use them."""
+    session = f"{cfg.name}-{os.getpid()}-{time.time_ns()}"
+    return {"store": f"zerochess-store-{session}", "replay": f"zerochess-replay-{session}"}
 
 
 def _on_this_node() -> dict:
@@ -397,9 +424,13 @@ class _Session:
                  opening_lines: tuple = ()):
         self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
         cpu_only = {"env_vars": process_env(0.0, cfg)}  # they import pgx, which would start a GPU backend
-        self.store = ray.remote(ParameterStore).options(num_cpus=0, runtime_env=cpu_only, **_on_this_node()).remote()
+        # named: the actors Ray may restart find the store and the replay by name (`actor_names`)
+        names = actor_names(cfg)
+        self.store = ray.remote(ParameterStore).options(num_cpus=0, runtime_env=cpu_only, name=names["store"],
+                                                        **_on_this_node()).remote(opening_lines)
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))
-        self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, runtime_env=cpu_only, **_on_this_node()).remote(
+        self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, runtime_env=cpu_only, name=names["replay"],
+                                                       **_on_this_node()).remote(
             str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions, reload=False)
         stats = _reload_replay(self.replay, run_dir)
         self.games_quarantined = stats.games_quarantined
@@ -415,8 +446,8 @@ class _Session:
         self.actors = [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
                                          max_restarts=cfg.actors.max_restarts, runtime_env=env,
                                          scheduling_strategy="SPREAD").remote(
-                           i, cfg.game, cfg.network, cfg.search, cfg.actors, self.replay, self.store,
-                           cfg.seed * 1000 + int(state.step) + i, opening_lines)
+                           i, cfg.game, cfg.network, cfg.search, cfg.actors, names["replay"], names["store"],
+                           cfg.seed * 1000 + int(state.step) + i, None)
                        for i in range(cfg.actors.num_actors)]
         # two calls queued per actor: it starts the next as soon as one ends, without waiting for this loop
         self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors for _ in range(2)}
@@ -424,7 +455,7 @@ class _Session:
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
         self.value_collapse_reported = False
         self.final_variables = None  # the network saved at the stop
-        self.evaluator = (EvaluatorHandle(cfg, run_dir, self.store, _on_this_node())
+        self.evaluator = (EvaluatorHandle(cfg, run_dir, names["store"], _on_this_node())
                           if cfg.evaluation.enabled else None)
         if self.evaluator and self.evaluator.latest:
             progress.evaluated(self.evaluator.latest)
