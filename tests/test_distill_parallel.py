@@ -4,11 +4,11 @@ train.devices=2, its state resumes on one device, and train() refuses a device c
 that does not fit; the warm start trains on both devices too.
 
 Two CPU devices need XLA_FLAGS before jax starts, so the check runs in a fresh interpreter."""
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+import pytest
+from conftest import TWO_DEVICE_CHECKS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,11 +85,9 @@ CHECK = textwrap.dedent("""
     assert ws["devices"] == 2 and ws["steps"] == 3 and np.isfinite(ws["test"]["value_mse"]), ws
     print("ok")
 """)
+TWO_DEVICE_CHECKS["distill"] = CHECK
 
 
-def test_two_device_step_equals_one_device_step(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", CHECK, str(tmp_path)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+@pytest.mark.xdist_group("two_devices")
+def test_two_device_step_equals_one_device_step(two_device_checks):
+    assert two_device_checks["distill"] == "ok", two_device_checks["distill"]

@@ -4,13 +4,11 @@ statistics and losses as the one-device Learner (up to summation order), with au
 publishes on schedule, reports both devices, and refuses a device count or batch that does not fit.
 
 Two CPU devices need XLA_FLAGS before jax starts, so the check runs in a fresh interpreter."""
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import TWO_DEVICE_CHECKS
 
 from learner.config import LearnerConfig
 
@@ -82,13 +80,12 @@ CHECK = textwrap.dedent("""
         raise AssertionError("learner.devices=4 on two devices trained")
     print("ok")
 """)
+TWO_DEVICE_CHECKS["learner"] = CHECK
 
 
-def test_two_device_learner_trains_as_one_device_learner(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", CHECK], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+@pytest.mark.xdist_group("two_devices")
+def test_two_device_learner_trains_as_one_device_learner(two_device_checks):
+    assert two_device_checks["learner"] == "ok", two_device_checks["learner"]
 
 
 def test_learner_devices_must_split_the_batch():
