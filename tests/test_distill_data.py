@@ -181,13 +181,21 @@ def test_bad_records_and_missing_dirs_raise_clear_errors(tmp_path):
     (["train", "--set", "train.loss=mse"], "train.loss: 'mse' is not one of"),
     (["annotate", "--set", "annotate.pgn=[nope.pgn]"], "nope.pgn not found"),
 ])
-def test_cli_errors_are_one_line(args, message):
+def test_cli_errors_are_one_line(args, message, capsys):
+    """In this process (distill.py's main); the first case also through the real entry point."""
+    import importlib.util
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    proc = subprocess.run([sys.executable, str(root / "distill.py"), *args], cwd=root,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2
-    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    spec = importlib.util.spec_from_file_location("distill_cli", root / "distill.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    if args[-1] == "train.bogus=1":
+        proc = subprocess.run([sys.executable, str(root / "distill.py"), *args], cwd=root,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr == err, proc.stderr
