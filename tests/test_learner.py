@@ -221,23 +221,35 @@ def test_config_presets_load_and_bad_values_name_the_key():
     assert (az.learner.placement, az.learner.num_gpus) == ("actor", 1)
 
 
+def _selfplay_cli():
+    """selfplay.py's main, loaded from the file (the package selfplay/ owns the name)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("selfplay_cli", ROOT / "selfplay.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    return cli.main
+
+
 @pytest.mark.parametrize("override,needle", [("learner.nope=1", "learner.nope"),
                                              ("search.num_simulations=abc", "search.num_simulations")])
-def test_cli_config_error_is_one_line_exit_2(override, needle, tmp_path):
-    r = subprocess.run([sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/chess_cpu.yaml"),
-                        "--set", override, "--set", f"runs_dir={tmp_path}"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert r.returncode == 2
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], r.stderr
+def test_cli_config_error_is_one_line_exit_2(override, needle, tmp_path, capsys):
+    """In this process; the first case also through the real entry point."""
+    args = ["--config", str(ROOT / "configs/chess_cpu.yaml"), "--set", override, "--set", f"runs_dir={tmp_path}"]
+    assert _selfplay_cli()(args) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], err
     assert not (tmp_path / "chess_cpu").exists()
+    if override == "learner.nope=1":
+        r = subprocess.run([sys.executable, str(ROOT / "selfplay.py"), *args], capture_output=True, text=True,
+                           cwd=ROOT, timeout=60)
+        assert r.returncode == 2 and r.stderr == err, r.stderr
 
 
-def test_cli_resume_without_a_run_is_one_line_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
-                        "--resume", "--set", f"runs_dir={tmp_path}"], capture_output=True, text=True, cwd=ROOT,
-                       timeout=120)
-    assert r.returncode == 2 and "nothing to resume" in r.stderr.strip().splitlines()[-1]
+def test_cli_resume_without_a_run_is_one_line_exit_2(tmp_path, capsys):
+    assert _selfplay_cli()(["--config", str(ROOT / "configs/tic_tac_toe.yaml"), "--resume", "--set",
+                            f"runs_dir={tmp_path}"]) == 2
+    assert "nothing to resume" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def _two_checkpoints(tmp_path):
