@@ -16,12 +16,12 @@ The paper's fixes: with `repetition_draw` (default on) a move that would complet
 repetition scores 0.5 (AV/SV: a win probability); `repetition_count=2` scores 0.5 already for a
 move back to any position of the game, as engines score a repetition inside their search (measured:
 the same 4 / 36 / 0 against random as the paper's fix, fewer threefolds, more 50-move draws;
-docs/distill.md); with `temperature` > 0 a move is sampled from
+docs/experiments/2026-11-24-distill-students-cpu.md); with `temperature` > 0 a move is sampled from
 softmax(score / temperature), for the first `temperature_plies` plies of the game (default: all).
 With `rules` (default on) an AV student scores a move that ends the game by the rules with the rules'
 value (mate 1, draw 0.5), as the SV student's one-ply rule always does: the 30-minute AV-all student
 scored 55% against random without it (4 / 36 / 0: it won material and could not mate) and 81-91%
-with it (85.5% over five 40-game runs; docs/distill.md).
+with it (85.5% over five 40-game runs; docs/experiments/2026-11-24-distill-students-cpu.md).
 AV/SV report the chosen move's win probability p as the value 2p - 1 (so as centipawns over UCI);
 BC has no value. JAX and the network load only when such an agent is built.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one-GPU measurements of docs/selfplay.md#one-gpu, as one command on an offline GPU host, run
+# The one-GPU measurements (docs/selfplay.md#one-gpu, docs/experiments/2026-11-27-one-gpu-h200.md) as one command on an offline GPU host, run
 # from the checkout with these beside it (ignored by git; see the shared tools' gpu_bundle.sh):
 #   .gpu_wheels/   the bundle (Ray, pgx, mctx, python-chess, tensorboardX, Stockfish)
 #   .gpu_data/     openings/8moves_v3.pgn.xz and puzzles/lichess_puzzles_themed.csv.xz (the evaluator's)
