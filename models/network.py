@@ -38,11 +38,6 @@ class NetworkConfig:
     chessformer: ChessformerConfig = ChessformerConfig()  # used when family == "chessformer"
     searchless: SearchlessConfig = SearchlessConfig()  # used when family == "searchless"
 
-    @property
-    def opponent_policy_head(self) -> bool:
-        """The network also predicts the opponent's reply when training (the learner samples its target)."""
-        return self.family == "resnet" and self.resnet.opponent_policy_head
-
 
 def check_game(cfg: NetworkConfig, game: str) -> None:
     """Raises one ValueError line when `cfg` cannot read `game`'s observation (the config loader and

@@ -6,9 +6,6 @@ Residual block: conv3x3-BN-ReLU-conv3x3-BN (+ optional squeeze-excitation) + ski
 Policy head, chess: conv3x3-BN-ReLU then a 1x1 conv to 73 planes, flattened in pgx's action
 order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other games (or
 `policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
-Opponent-reply head (`opponent_policy_head`, KataGo's auxiliary policy target): a second policy head of
-the same shape predicting the search policy of the next position, built only when training (the search
-never pays for it).
 Value head: 1x1 conv to `value_channels` planes (AlphaZero: 1), BN, ReLU, dense `value_hidden`, ReLU,
 dense 1, tanh.
 Mixed precision (`compute_dtype: bfloat16`): convolutions, dense layers and activations run in bf16
@@ -18,12 +15,12 @@ learner's losses and the search's values are float32 either way.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 import flax.linen as nn
 import jax.numpy as jnp
 
-from configs.loader import check_at_least
+from configs.loader import Retired, check_at_least
 from models.output import NetworkOutput
 
 
@@ -51,13 +48,11 @@ class ResNetConfig:
     # rows decide its endgames, given to the network as KataGo gives Go networks its ladder and liberty
     # features instead of leaving a short run's few games to teach them; 0 leaves the input as it is
     threat_planes: int = 0
-    # a second policy head trained on the opponent's reply (the next position's search policy; KataGo
-    # credits its auxiliary targets with up to 1.65x compute): a training signal about the opponent's plans
-    # that the shared trunk learns from; evaluated only when training (learner.opponent_policy_weight)
-    opponent_policy_head: bool = False
     # dtype of the convolutions, dense layers and activations; parameters, BatchNorm statistics and the
     # outputs stay float32. bfloat16 pays on accelerators (tensor cores), not on a CPU (10% slower on 2 cores)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    # removed fields that saved configs still name (configs/loader.py)
+    RETIRED: ClassVar = {"opponent_policy_head": Retired(False)}
 
     def __post_init__(self):
         check_at_least(self, 0, "num_blocks", "threat_planes", prefix="network.resnet.")
@@ -137,20 +132,6 @@ def policy_head(x, make: Layers, chess_conv: bool, filters: int, num_actions: in
     return make.dense(num_actions)(p.reshape(x.shape[0], -1))
 
 
-class OpponentPolicyHead(nn.Module):
-    """Trunk x [B, H, W, C] -> [B, num_actions] logits of the opponent's reply (a policy head of its own)."""
-
-    chess_conv: bool
-    filters: int
-    num_actions: int
-    dtype: jnp.dtype = jnp.float32
-
-    @nn.compact
-    def __call__(self, x, train: bool):
-        make = Layers(train, self.dtype)
-        return policy_head(x, make, self.chess_conv, self.filters, self.num_actions).astype(jnp.float32)
-
-
 def append_parity_plane(x):
     """x [B, H, W, C] of 0 / 1 stone planes -> [B, H, W, C + 1], the last plane (sum of x) mod 2."""
     parity = jnp.mod(jnp.sum(x, axis=(1, 2, 3)), 2.0)
@@ -218,7 +199,4 @@ class ResNet(nn.Module):
         v = nn.relu(make.dense(cfg.value_hidden)(v))
         value = jnp.tanh(make.dense(1)(v).astype(jnp.float32))[:, 0]
         wdl = make.dense(3, name="wdl")(v).astype(jnp.float32) if cfg.wdl_head else None
-        opponent = None
-        if cfg.opponent_policy_head and (train or self.is_initializing()):
-            opponent = OpponentPolicyHead(use_conv, cfg.filters, self.num_actions, dt, name="opponent_policy")(x, train)
-        return NetworkOutput(policy.astype(jnp.float32), value, wdl, opponent)
+        return NetworkOutput(policy.astype(jnp.float32), value, wdl)

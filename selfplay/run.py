@@ -43,7 +43,7 @@ import yaml
 import games
 import models
 from actors.selfplay_actor import SelfPlayActor
-from configs.loader import to_dict
+from configs.loader import ConfigError, to_dict, upgrade
 from configs.runtime import forks_quietly, pin_threads, raise_if_stop_requested, stop_on_signals
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
@@ -91,13 +91,18 @@ def _first_difference(saved, now, key: str) -> str | None:
 
 
 def _check_resumable(run_dir: Path, cfg: SelfPlayConfig) -> None:
-    """On --resume: the run's config.yaml parses and names the same game and network as `cfg`."""
+    """On --resume: the run's config.yaml parses and names the same game and network as `cfg` (read as
+    today's fields name them: a retired option set in the run is one line)."""
     path = run_dir / "config.yaml"
     try:
         saved = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise RunError(f"{path} is not valid YAML ({' '.join(str(e).split())[:120]}); "
                        "repair it or start a new run with another name") from None
+    try:
+        saved = upgrade(SelfPlayConfig, saved if isinstance(saved, dict) else {})
+    except ConfigError as e:
+        raise RunError(f"{path}: {e}") from None
     now = yaml.safe_load(yaml.safe_dump(to_dict(cfg), sort_keys=False))  # tuples as the file has them
     for key in _MUST_MATCH_ON_RESUME:
         found = _first_difference((saved or {}).get(key), now[key], key)

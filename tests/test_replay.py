@@ -257,26 +257,6 @@ def test_sample_matches_the_stored_positions(tmp_path):
     assert drawn == set(range(6))  # uniform over the window: every position comes up
 
 
-def test_opponent_targets_are_the_next_positions_moves_and_full_search_policy(tmp_path):
-    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
-    rec = make_record("only", 6, seed=4)
-    rec.full_search = np.array([1, 1, 1, 0, 1, 1], bool)  # ply 3's policy came from a fast search
-    buf.add(encode(rec))
-    assert buf.sample(8, seed=1).opponent_policy is None  # only asked for
-    batch = buf.sample(128, seed=2, opponent=True, unpack=True)
-    seen = set()
-    for b in range(128):
-        t = next(t for t in range(6) if np.array_equal(rec.observation(t), batch.observation[b]))
-        seen.add(t)
-        if t in (2, 5):  # the reply was a fast search / there is no reply: nothing to learn
-            assert np.all(batch.opponent_legal_actions[b] == -1) and np.all(batch.opponent_policy[b] == 0)
-            continue
-        np.testing.assert_array_equal(batch.opponent_legal_actions[b, :5], rec.legal_actions[5 * (t + 1): 5 * (t + 2)])
-        np.testing.assert_allclose(batch.opponent_policy[b, :5], rec.policy[5 * (t + 1): 5 * (t + 2)])
-        assert np.all(batch.opponent_legal_actions[b, 5:] == -1) and np.all(batch.opponent_policy[b, 5:] == 0)
-    assert seen == set(range(6))
-
-
 def chess_record(num_plies: int, seed: int) -> tuple[GameRecord, list[chess.Board]]:
     """A random legal chess game as a record (pgx actions via the bridge), and the boards."""
     rng = np.random.default_rng(seed)
