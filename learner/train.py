@@ -42,7 +42,6 @@ class Batch(Protocol):
     policy: jax.Array  # [B, W] pi over those moves
     z: jax.Array  # [B] outcome for the side to move
     q: jax.Array | None  # [B] the search's root value for the side to move (needed when q_ratio > 0)
-    policy_weight: jax.Array | None  # [B] 1: pi from a full search, 0: a fast ply's (not trained); None: all 1
 
 
 def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
@@ -96,21 +95,13 @@ def value_target(cfg: LearnerConfig, batch: Batch) -> jax.Array:
     return (1.0 - cfg.q_ratio) * z + cfg.q_ratio * jnp.asarray(batch.q).astype(jnp.float32)
 
 
-def _weighted_mean(x: jax.Array, weight: jax.Array | None) -> jax.Array:
-    """Mean of [B] x over the weighted positions (playout cap randomization's full searches)."""
-    if weight is None:
-        return x.mean()
-    weight = jnp.asarray(weight).astype(jnp.float32)
-    return jnp.sum(weight * x) / jnp.maximum(jnp.sum(weight), 1.0)
-
-
 def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch):
     """Scalar loss, (new batch_stats, metrics dict)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                              train=True, mutable=["batch_stats"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
-    policy_loss = _weighted_mean(cross_entropy, batch.policy_weight)
+    policy_loss = cross_entropy.mean()
     z = jnp.asarray(batch.z).astype(jnp.float32)
     value_loss = jnp.mean((value_target(cfg, batch) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss

@@ -148,8 +148,7 @@ class ReplayBuffer:
         observation [B, *obs_shape] or, while the window is packed (every pgx game here), a
         games.packing.PackedObservation (bits [B, nbytes] uint8, values [B, P] float32) that the
         learner unpacks on its device; legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
-        z [B] float32 outcome for the side to move, q [B] float32 the search's root value there,
-        policy_weight [B] float32 1 where pi came from a full search (0: a fast ply's, not trained).
+        z [B] float32 outcome for the side to move, q [B] float32 the search's root value there.
         `unpack`: plain observations [B, *obs_shape] (unpacked here, on the host) in every case.
         """
         return self._window.sample(np.random.default_rng(seed), batch_size, unpack)

@@ -102,7 +102,7 @@ class Window:
         self._moves.grow(self._mov[1] + len(record.policy) - self._mov[0], *self._mov)
         starts = self._mov[1] + np.concatenate([[0], np.cumsum(record.num_legal[:-1], dtype=np.int64)])
         self._positions.write(tail, {
-            **obs, "z": record.outcome(), "q": record.root_value, "weight": record.full_search,
+            **obs, "z": record.outcome(), "q": record.root_value,
             "move_start": starts[:T], "num_legal": record.num_legal})
         self._moves.write(self._mov[1], {"legal": record.legal_actions, "policy": record.policy})
         self._pos[1] += T
@@ -118,7 +118,7 @@ class Window:
                    "values": ((self.obs_shape[-1],), np.float32)}
         else:
             obs = {"obs": (self.obs_shape, self.obs_dtype)}
-        return {**obs, "z": ((), np.float32), "q": ((), np.float32), "weight": ((), np.float32),
+        return {**obs, "z": ((), np.float32), "q": ((), np.float32),
                 "move_start": ((), np.int64), "num_legal": ((), np.int16)}
 
     def _observations(self, record: GameRecord) -> dict[str, np.ndarray]:
@@ -159,7 +159,7 @@ class Window:
         else:
             observation = a["obs"][rows]
         return TrainingBatch(observation=observation, legal_actions=legal, policy=policy, z=a["z"][rows],
-                             q=a["q"][rows], policy_weight=a["weight"][rows])
+                             q=a["q"][rows])
 
     def _gather_moves(self, start: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[B, W] legal moves (-1 pads) and policy (0 pads) of positions whose moves are at

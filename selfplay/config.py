@@ -106,10 +106,3 @@ class SelfPlayConfig:
             raise ValueError(f"gpu_memory must be one of {get_args(GpuMemory)}, got {self.gpu_memory!r}")
         if not 0.0 < self.driver_gpu_share < 1.0:
             raise ValueError(f"driver_gpu_share must be in (0, 1), got {self.driver_gpu_share:g}")
-        if self.search.reuse_tree and self.actors.full_search_fraction < 1.0:
-            raise ValueError("search.reuse_tree keeps one tree size per actor; playout cap randomization "
-                             "(actors.full_search_fraction < 1) mixes two: set one of them off")
-        if self.actors.full_search_fraction < 1.0 and self.actors.fast_simulations >= self.search.num_simulations:
-            raise ValueError(f"actors.fast_simulations ({self.actors.fast_simulations}) must be below "
-                             f"search.num_simulations ({self.search.num_simulations}) with playout cap "
-                             f"randomization (actors.full_search_fraction < 1)")
