@@ -14,7 +14,7 @@ from configs.runtime import DEFAULT_DRIVER_GPU_SHARE, GpuMemory
 from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
-from models.network import check_game
+from models.network import check_game, upgrade_network_dict
 from replay.config import ReplayConfig
 from search.config import SearchConfig
 
@@ -88,6 +88,14 @@ class SelfPlayConfig:
     log_every_seconds: float = 10.0  # TensorBoard scalars and non-TTY progress lines
     sample_game_every: int = 20  # append every n-th finished game to games.pgn (chess)
     freeze_corpus_on_exit: bool = False  # write runs/<name>/corpus/ (immutable) when the run stops
+
+    @classmethod
+    def upgrade_dict(cls, data: dict) -> dict:
+        """An older run's keys as today's fields name them (configs/loader.py): the ResNet's feature
+        planes become network.input_features, which needs the game (models/network.py)."""
+        if "network" in data:
+            data["network"] = upgrade_network_dict(data["network"], data.get("game", cls.game))
+        return data
 
     def __post_init__(self):
         if not self.name or "/" in self.name or self.name.startswith("."):

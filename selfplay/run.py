@@ -287,7 +287,8 @@ def _init_variables(cfg: SelfPlayConfig) -> dict:
     if ckpt.game != cfg.game:
         raise RunError(f"{where} plays {ckpt.game or 'no pgx game'}, this run plays {cfg.game}: "
                        "warm-start from a network of this game")
-    same = lambda a, b: a.family == b.family and getattr(a, a.family) == getattr(b, b.family)
+    same = lambda a, b: (a.family, getattr(a, a.family), a.input_features) == (b.family, getattr(b, b.family),
+                                                                               b.input_features)
     if not same(ckpt.config, cfg.network):
         raise RunError(f"{where} is a {_shape(ckpt.config)}, the run's network a {_shape(cfg.network)}: "
                        "set network.* as in its network.yaml, or warm-start a network of this shape")
@@ -296,7 +297,8 @@ def _init_variables(cfg: SelfPlayConfig) -> dict:
 
 def _shape(net: models.NetworkConfig) -> str:
     sub = to_dict(net).get(net.family, {})
-    return f"{net.family} " + " ".join(f"{k}={v}" for k, v in sub.items())
+    features = f" input_features={list(net.input_features)}" if net.input_features else ""
+    return f"{net.family} " + " ".join(f"{k}={v}" for k, v in sub.items()) + features
 
 
 def _opening_lines(cfg: SelfPlayConfig) -> tuple:
