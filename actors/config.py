@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
-from configs.loader import check_at_least
+from configs.loader import Retired, check_at_least
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,12 +22,6 @@ class ActorConfig:
     resign_disabled_fraction: float = 0.1  # games that never resign, to measure resignation false positives
     resign_enabled: bool = True  # turn resignation off altogether
     max_restarts: int = 10  # Ray restarts an actor whose process died (kill -9, OOM) this many times; -1: always
-    # Playout cap randomization (KataGo): a ply is a full search (search.num_simulations, its policy
-    # target trained) with this probability, else a fast one (fast_simulations, no root noise; its
-    # position trains the value only). More games per hour for the value, fewer but better-searched
-    # policy targets. 1.0: every ply full (off).
-    full_search_fraction: float = 1.0
-    fast_simulations: int = 8  # simulations of a fast ply (must be below search.num_simulations)
     # Opening diversity: the first plies of every game are uniform random legal moves (both sides), so
     # the network also learns the positions a varied opening (a book, a gauntlet's random plies) reaches.
     # Each such position is still searched and its policy target trained; only the move played differs.
@@ -35,6 +30,8 @@ class ActorConfig:
     # name under the shared data's openings/, e.g. lichess_chess_openings: 3,807 ECO lines). Every game starts with a random line's
     # moves (searched, policy target kept), then `random_opening_plies` random plies. "": none.
     opening_book: str = ""
+    # removed fields that saved configs still name (configs/loader.py): playout cap randomization
+    RETIRED: ClassVar = {"full_search_fraction": Retired(1.0), "fast_simulations": Retired(8)}
 
     def __post_init__(self):
         if self.num_actors < 1 or self.games_per_actor < 1 or self.plies_per_call < 1:
@@ -43,10 +40,6 @@ class ActorConfig:
             raise ValueError(f"resign_disabled_fraction must be in [0, 1], got {self.resign_disabled_fraction}")
         if self.num_cpus < 0 or self.num_gpus < 0:
             raise ValueError("num_cpus and num_gpus must be >= 0")
-        if not 0.0 < self.full_search_fraction <= 1.0:
-            raise ValueError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
-        if self.fast_simulations < 1:
-            raise ValueError(f"fast_simulations must be >= 1, got {self.fast_simulations}")
         if self.random_opening_plies < 0:
             raise ValueError(f"random_opening_plies must be >= 0, got {self.random_opening_plies}")
         check_at_least(self, 0, "resign_min_plies", "resign_after_version", prefix="actors.")

@@ -51,7 +51,6 @@ class _GameLog:
     child_q: list = dataclasses.field(default_factory=list)
     root_value: list = dataclasses.field(default_factory=list)
     actions: list = dataclasses.field(default_factory=list)
-    full_search: list = dataclasses.field(default_factory=list)
     would_resign: int = -1
     serial: int = 0
     opening: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int32))  # book moves to play first
@@ -92,10 +91,6 @@ class SelfPlayActor:
         self.net = models.make_network(network_cfg, self.game.spec)
         self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg,
                                              return_tree=search_cfg.reuse_tree)
-        self.fast_search = None  # playout cap randomization's cheap search (actors/config.py)
-        if actor_cfg.full_search_fraction < 1.0:  # SelfPlayConfig checks fast < full simulations
-            fast_cfg = dataclasses.replace(search_cfg, num_simulations=actor_cfg.fast_simulations, root_noise=False)
-            self.fast_search = search_lib.make_search(self.game, make_evaluate(self.net), fast_cfg)
         self.replay = replay
         self.store = param_store
         self.session = f"{time.time_ns() // 1_000_000:x}"  # distinguishes game ids across resumes and restarts
@@ -163,10 +158,9 @@ class SelfPlayActor:
     # -- play ------------------------------------------------------------------------------------
     def _dispatch(self):
         """Queues this ply's search and packed observation on the device; returns without waiting:
-        (search output, tree or None, packed observation, player to move, full search?, parameter version)."""
+        (search output, tree or None, packed observation, player to move, parameter version)."""
         self._poll_parameters()
         self.key, key = jax.random.split(self.key)
-        full = self.fast_search is None or self.rng.random() < self.cfg.full_search_fraction
         tree = None
         if self.reuse is not None:
             if self.reuse_version != self.version:  # new weights: the old tree's values are stale
@@ -174,8 +168,8 @@ class SelfPlayActor:
                 self.reuse_version = self.version
             out, tree = self.search(self.variables, self.states, key, self.reuse)
         else:
-            out = (self.search if full else self.fast_search)(self.variables, self.states, key)
-        return (out, tree, *self._observe(self.states), full, self.version)
+            out = self.search(self.variables, self.states, key)
+        return (out, tree, *self._observe(self.states), self.version)
 
     def play(self, num_plies: int) -> PlayReport:
         """Advances every game `num_plies` plies; returns after finished games are acknowledged."""
@@ -183,7 +177,7 @@ class SelfPlayActor:
         t0 = time.perf_counter()
         pending = self._dispatch()
         for ply in range(num_plies):
-            out, tree, packed, to_play, full, version = pending
+            out, tree, packed, to_play, version = pending
             action, slots, visits, pi, q, v, packed, to_play = jax.device_get(
                 (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value,
                  packed, to_play))
@@ -203,7 +197,7 @@ class SelfPlayActor:
                     self.reuse = self.reuse._replace(keep=self.reuse.keep & ~jnp.asarray(ended))
             if ply + 1 < num_plies:
                 pending = self._dispatch()  # the device searches the next ply while the host logs this one
-            self._record_ply(packed, to_play, action, slots, pi, q, v, full, resign)
+            self._record_ply(packed, to_play, action, slots, pi, q, v, resign)
             positions += len(self.logs)
             frames = []
             for b in np.flatnonzero(ended):
@@ -252,7 +246,7 @@ class SelfPlayActor:
                 log.would_resign = int(to_play[b])
         return resign
 
-    def _record_ply(self, packed, to_play, action, slots, pi, q, v, full: bool, resign) -> None:
+    def _record_ply(self, packed, to_play, action, slots, pi, q, v, resign) -> None:
         """Logs each game's position, except where its player resigned before moving."""
         n = np.sum(slots >= 0, axis=1)
         rows = packing.to_bytes(packed)
@@ -268,7 +262,6 @@ class SelfPlayActor:
             log.child_q.append(q[b, :k].copy())
             log.root_value.append(v[b])
             log.actions.append(action[b])
-            log.full_search.append(full)
 
     def _close_game(self, b: int, rewards: np.ndarray, capped: bool, resigner: int, version: int) -> GameRecord:
         """Game b's record; `version`: the parameters that played its last move."""
@@ -289,6 +282,5 @@ class SelfPlayActor:
             child_q=cat(log.child_q, np.float32), root_value=np.asarray(log.root_value, np.float32),
             rewards=np.asarray(rewards, np.float32), termination=termination,
             resign_disabled=log.resign_disabled, resign_would_have=log.would_resign,
-            full_search=np.asarray(log.full_search, bool),
             param_versions=np.asarray([log.first_version, version], np.int64), created=time.time(),
         )

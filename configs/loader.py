@@ -5,6 +5,12 @@
 Unknown keys and values of the wrong type raise `ConfigError` naming the dotted key, so a CLI can
 print one line instead of a traceback. `Literal` fields take only their listed values; a dataclass
 calls `check_choices(self)` in `__post_init__` so a config built in code is checked the same way.
+
+Older configs: every saved run config.yaml and network.yaml lists all of a dataclass's fields, so a
+removed field stays readable. A dataclass names it in `RETIRED` ({field: Retired(old default)}): its
+old default is read and dropped, any other value is one error line saying it was retired. A
+dataclass may also define `upgrade_dict(data) -> data` (a classmethod) to rename older keys before
+they are checked (`upgrade` applies both through a nested mapping without building the config).
 """
 from __future__ import annotations
 
@@ -13,13 +19,53 @@ import functools
 import os
 import types
 import typing
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 import yaml
+
+RETIRED_DOC = "docs/experiments/README.md#retired-options"  # why each retired option went
 
 
 class ConfigError(ValueError):
     """A config key or value that does not fit its dataclass; the message names the dotted key."""
+
+
+class Retired(NamedTuple):
+    """A field that was removed: older configs still name it with its old default, which is read and
+    dropped; any other value is refused. `instead`: what to set now, if anything."""
+
+    default: Any
+    instead: str = ""
+
+
+def _same_value(value: Any, default: Any) -> bool:
+    return value == default and isinstance(value, bool) == isinstance(default, bool)  # 1 == True, not here
+
+
+def _upgrade_level(cls: type, data: dict, prefix: str) -> dict:
+    """`data` (one level, for dataclass `cls`) with cls.upgrade_dict applied and retired keys dropped."""
+    hook = getattr(cls, "upgrade_dict", None)
+    if hook is not None:
+        data = dict(hook(data))
+    retired: Mapping[str, Retired] = getattr(cls, "RETIRED", {})
+    for name in [n for n in data if n in retired]:
+        value, (default, instead) = data.pop(name), retired[name]
+        if not _same_value(value, default):
+            key = f"{prefix}.{name}" if prefix else name
+            raise ConfigError(f"{key} was retired ({RETIRED_DOC}): {instead or 'remove it'} "
+                              f"(only its old default, {default!r}, is still read)")
+    return data
+
+
+def upgrade(cls: type, data: Mapping[str, Any] | None, prefix: str = "") -> dict:
+    """A nested mapping for dataclass `cls` as today's fields name it (`upgrade_dict`, `RETIRED`, at
+    every level); unknown keys are left for `from_dict` to report. ConfigError on a retired value."""
+    data = _upgrade_level(cls, dict(data or {}), prefix)
+    hints = typing.get_type_hints(cls)
+    for name, value in data.items():
+        if name in hints and dataclasses.is_dataclass(hints[name]) and isinstance(value, Mapping):
+            data[name] = upgrade(hints[name], value, f"{prefix}.{name}" if prefix else name)
+    return data
 
 
 def _coerce(value: Any, tp: Any, key: str) -> Any:
@@ -130,7 +176,7 @@ def check_unit_interval(cfg: Any, *names: str, prefix: str = "") -> None:
 
 def from_dict(cls: type, data: Mapping[str, Any] | None, prefix: str = "") -> Any:
     """Builds dataclass `cls` from a (nested) mapping; missing fields keep their defaults."""
-    data = dict(data or {})
+    data = _upgrade_level(cls, dict(data or {}), prefix)
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(data) - names)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Literal
+from typing import ClassVar, Literal
 
-from configs.loader import check_at_least, check_choices, check_unit_interval
+from configs.loader import Retired, check_at_least, check_choices, check_unit_interval
 
 # av: (board, move) -> value bins, one pair per example (the paper); av_all: board -> every legal
 # move's win probability from one pass; sv: board -> value bins; bc: board -> the move to play
@@ -56,9 +56,9 @@ class DataConfig:
     sampler: Sampler = "unique"  # "unique": uniform over boards; "weighted": by occurrence count
     bc_soft: bool = False  # BC from the record's soft policy (self-play visits) instead of one move
     sv_from: Literal["value", "outcome"] = "value"  # SV target: oracle/root value or game result
-    # self-play plies searched with the fast budget (playout cap randomization) have weak policy and Q
-    # targets: "drop" trains and tests on full searches only (KataGo's choice); annotations have none
-    fast_plies: Literal["drop", "keep"] = "drop"
+    # removed fields that saved configs still name (configs/loader.py); an older corpus's fast plies
+    # (playout cap randomization) are always left out (distill/records.py)
+    RETIRED: ClassVar = {"fast_plies": Retired("drop")}
 
     def __post_init__(self):
         check_choices(self)

@@ -65,11 +65,10 @@ def puzzle_metrics(player, puzzles: list[Puzzle], show_progress: bool = False) -
                       for b, v in sorted(bands.items())}}
 
 
-def test_records(records_dir: str | Path, test_fraction: float, max_boards: int, seed: int,
-                 fast_plies: str = "drop") -> list[dict]:
+def test_records(records_dir: str | Path, test_fraction: float, max_boards: int, seed: int) -> list[dict]:
     """Up to `max_boards` records of the held-out games, in a seeded random order."""
     store = RecordStore(records_dir)
-    idx = store.split("test", test_fraction, fast_plies)
+    idx = store.split("test", test_fraction)
     idx = np.random.default_rng(seed).permutation(idx)[:max_boards]
     recs = [store[int(i)] for i in idx]
     store.close()
@@ -111,7 +110,7 @@ def evaluate(cfg, show_progress: bool = True) -> dict:
         from arena.spec import check_agent
         check_agent(e.player)  # a bad spec or a missing engine fails before any work
     puzzles = read_puzzles(data_file(e.puzzles), e.max_puzzles) if e.max_puzzles > 0 else []
-    records = test_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed, cfg.data.fast_plies)
+    records = test_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed)
     player = make_player(cfg)
     start = time.time()
     try:

@@ -11,8 +11,9 @@ A record is a msgpack map, one per board:
     policy  [float]      optional soft policy target over `moves` (self-play visit distribution)
     best    str          optional move to imitate (self-play: most visited); else argmax of values
     outcome float        optional game result for the side to move, in [0, 1] (self-play)
-    full_search bool     optional, false for a self-play ply searched with the fast budget (playout cap
-                         randomization: its policy and Q are weak targets); absent = true
+    full_search bool     optional, in corpora of older self-play runs: false for a ply searched with
+                         the fast budget (playout cap randomization, since retired; its policy and Q
+                         are weak targets), which no split includes; absent = true
     source  str          "stockfish" or "selfplay"
 
 Shards `shard-00000.msgpack`, ... are append-only concatenations of records, so a writer killed
@@ -188,14 +189,12 @@ class RecordStore:
             raise ValueError(f"{self.dir}: record {i} is corrupt ({e})") from None
         return check_record(rec, f"{self.dir} record {i}")
 
-    def split(self, name: str, test_fraction: float, fast_plies: str = "keep") -> np.ndarray:
-        """Indices [N] of the records in split `name` ('train' or 'test'); `fast_plies="drop"` leaves
-        out self-play plies searched with the fast budget (playout cap randomization)."""
+    def split(self, name: str, test_fraction: float) -> np.ndarray:
+        """Indices [N] of the records in split `name` ('train' or 'test'), less an older corpus's
+        plies searched with the fast budget (`full_search` false)."""
         if name not in ("train", "test"):
             raise ValueError(f"unknown split {name!r}")
-        if fast_plies not in ("keep", "drop"):
-            raise ValueError(f"data.fast_plies must be 'keep' or 'drop', got {fast_plies!r}")
-        keep = lambda i, g: split_of(g, test_fraction) == name and (fast_plies == "keep" or self.index["full"][i])
+        keep = lambda i, g: split_of(g, test_fraction) == name and self.index["full"][i]
         return np.array([i for i, g in enumerate(self.index["game"]) if keep(i, g)], dtype=np.int64)
 
     def close(self) -> None:

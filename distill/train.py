@@ -96,8 +96,8 @@ def train(cfg) -> dict:
     """Trains the student of `cfg` (a DistillConfig); returns the summary written to train.json."""
     d, t = cfg.data, cfg.train
     store = RecordStore(d.records)
-    train_ex = dataset.load_examples(store, store.split("train", d.test_fraction, d.fast_plies), d.sv_from)
-    test_ex = dataset.load_examples(store, store.split("test", d.test_fraction, d.fast_plies)[:2000], d.sv_from)
+    train_ex = dataset.load_examples(store, store.split("train", d.test_fraction), d.sv_from)
+    test_ex = dataset.load_examples(store, store.split("test", d.test_fraction)[:2000], d.sv_from)
     if len(train_ex) == 0:
         raise ValueError(f"no training records in {d.records} (test_fraction {d.test_fraction})")
     net_cfg = student.network_config(cfg.student, d.target)

@@ -145,14 +145,14 @@ def warm_start(cfg) -> dict:
     game = games.make(sp.game)
     net = models.make_network(sp.network, game.spec)
     store = RecordStore(d.records)
-    train_idx = store.split("train", d.test_fraction, d.fast_plies)
+    train_idx = store.split("train", d.test_fraction)
     if w.max_boards:
         train_idx = train_idx[:w.max_boards]
     width = game.spec.max_legal_actions
     t0 = time.time()
     targets = dict(temperature=w.policy_temperature, soft=d.bc_soft, value_from=d.sv_from)
     train = load_boards(store, train_idx, width, **targets)
-    test = load_boards(store, store.split("test", d.test_fraction, d.fast_plies)[:2000], width, **targets)
+    test = load_boards(store, store.split("test", d.test_fraction)[:2000], width, **targets)
     load_seconds = time.time() - t0
     learner = dataclasses.replace(sp.learner, batch_size=w.batch_size, lr_values=(w.learning_rate,),
                                   lr_boundaries=(), q_ratio=0.0)

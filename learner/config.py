@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
-from configs.loader import check_at_least, check_unit_interval
+from configs.loader import Retired, check_at_least, check_unit_interval
 
 Optimizer = Literal["sgd", "adam"]
 
@@ -27,8 +27,6 @@ class LearnerConfig:
     value_weight: float = 1.0  # weight of (target - v)^2
     q_ratio: float = 0.0  # value target = (1 - q_ratio) z + q_ratio q, q the search's root value (Lc0's q_ratio)
     wdl_weight: float = 1.0  # weight of the WDL cross entropy when the network has a WDL head
-    # weight of the opponent-reply cross entropy when the network has that head (KataGo: 0.15)
-    opponent_policy_weight: float = 0.15
     # each position under a random board symmetry of its game (games/symmetry.py: connect four's mirror,
     # tic-tac-toe's and Go's eight; chess has none), drawn afresh at every step
     augment: bool = False
@@ -45,6 +43,9 @@ class LearnerConfig:
     # replicated (learner/parallel.py; 0: every device it sees, e.g. the num_gpus Ray gave its actor)
     devices: int = 1
 
+    # removed fields that saved configs still name (configs/loader.py)
+    RETIRED: ClassVar = {"opponent_policy_weight": Retired(0.15)}
+
     def __post_init__(self):
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
             raise ValueError("lr_values needs exactly one more entry than lr_boundaries")
@@ -54,7 +55,7 @@ class LearnerConfig:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
-        for name in ("value_weight", "wdl_weight", "opponent_policy_weight", "l2"):
+        for name in ("value_weight", "wdl_weight", "l2"):
             if getattr(self, name) < 0:
                 raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
                                  f"its target), got {getattr(self, name):g}; 0 turns the term off")

@@ -6,8 +6,7 @@
     state = learner.train_state()        # host copy of the TrainState, for checkpoints
 
 `learner.placement` in the config picks between the two (selfplay/learners.py). `replay` is a Ray
-handle whose `sample(batch_size, seed, opponent)` returns a batch (a TrainingBatch; `opponent`: with the
-opponent's reply, for a network with that head), `store` one whose
+handle whose `sample(batch_size, seed)` returns a batch (a TrainingBatch), `store` one whose
 `publish(version, variables)` takes the variables: the learner knows neither class. It keeps
 `prefetch_batches` sample requests in flight (sampling overlaps training; a batch arrives with its
 observations bit-packed, ~1.4 KB per chess position, and is unpacked inside the jitted step on the
@@ -58,7 +57,6 @@ class Learner:
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.
         self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store
-        self._opponent = network_cfg.opponent_policy_head  # sample the opponent's reply as a target
         # ObjectRefs of the batches of the next steps, oldest first (the step each is for: _step + i)
         self._batches: collections.deque = collections.deque()
 
@@ -67,7 +65,7 @@ class Learner:
         want = min(max(upto_steps, 1), self._cfg.prefetch_batches)
         while len(self._batches) < want:
             seed = sample_seed(self._rng, self._step + len(self._batches))
-            self._batches.append(self._replay.sample.remote(self._cfg.batch_size, seed, self._opponent))
+            self._batches.append(self._replay.sample.remote(self._cfg.batch_size, seed))
 
     def train(self, num_steps: int) -> TrainResult:
         """Runs `num_steps` (>= 1) training steps; returns the step reached, the last step's metrics

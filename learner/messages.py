@@ -17,7 +17,6 @@ class TrainMetrics:
     param_norm: float  # l2 norm of the parameters after the step
     value_std: Optional[float] = None  # std of v over the batch: ~0 when the value head ignores its input
     wdl_loss: Optional[float] = None  # WDL cross entropy (networks with a WDL head)
-    opponent_policy_loss: Optional[float] = None  # the opponent-reply cross entropy (networks with that head)
 
     @classmethod
     def of(cls, metrics: Mapping[str, float]) -> "TrainMetrics":

@@ -42,9 +42,6 @@ class Batch(Protocol):
     policy: jax.Array  # [B, W] pi over those moves
     z: jax.Array  # [B] outcome for the side to move
     q: jax.Array | None  # [B] the search's root value for the side to move (needed when q_ratio > 0)
-    policy_weight: jax.Array | None  # [B] 1: pi from a full search, 0: a fast ply's (not trained); None: all 1
-    opponent_legal_actions: jax.Array | None  # [B, W] the next position's legal moves (opponent-reply head)
-    opponent_policy: jax.Array | None  # [B, W] its search policy, all 0 where there is none
 
 
 def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
@@ -98,30 +95,13 @@ def value_target(cfg: LearnerConfig, batch: Batch) -> jax.Array:
     return (1.0 - cfg.q_ratio) * z + cfg.q_ratio * jnp.asarray(batch.q).astype(jnp.float32)
 
 
-def _weighted_mean(x: jax.Array, weight: jax.Array | None) -> jax.Array:
-    """Mean of [B] x over the weighted positions (playout cap randomization's full searches)."""
-    if weight is None:
-        return x.mean()
-    weight = jnp.asarray(weight).astype(jnp.float32)
-    return jnp.sum(weight * x) / jnp.maximum(jnp.sum(weight), 1.0)
-
-
-def opponent_cross_entropy(logits: jax.Array, batch: Batch) -> jax.Array:
-    """Mean -pi' . log p' over the positions that have an opponent's reply: pi' the next position's search
-    policy, p' the opponent-reply head [B, A] over the next position's legal moves."""
-    log_p, valid = legal_log_probs(logits, batch.opponent_legal_actions)
-    target = jnp.asarray(batch.opponent_policy).astype(jnp.float32)
-    cross_entropy = -jnp.sum(jnp.where(valid, target * log_p, 0.0), axis=-1)  # [B]
-    return _weighted_mean(cross_entropy, jnp.sum(target, axis=-1) > 0)
-
-
 def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch):
     """Scalar loss, (new batch_stats, metrics dict)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                              train=True, mutable=["batch_stats"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
-    policy_loss = _weighted_mean(cross_entropy, batch.policy_weight)
+    policy_loss = cross_entropy.mean()
     z = jnp.asarray(batch.z).astype(jnp.float32)
     value_loss = jnp.mean((value_target(cfg, batch) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
@@ -135,10 +115,6 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
             out.wdl_logits.astype(jnp.float32), wdl_target).mean()
         loss = loss + cfg.wdl_weight * wdl_loss
         metrics["wdl_loss"] = wdl_loss
-    if out.opponent_policy_logits is not None and getattr(batch, "opponent_policy", None) is not None:
-        opponent_loss = opponent_cross_entropy(out.opponent_policy_logits, batch)
-        loss = loss + cfg.opponent_policy_weight * opponent_loss
-        metrics["opponent_policy_loss"] = opponent_loss
     metrics["loss"] = loss
     return loss, (updates.get("batch_stats", batch_stats), metrics)
 
@@ -162,12 +138,7 @@ def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transfor
             batch = batch._replace(observation=packing.unpack(batch.observation, obs_spec.shape, obs_spec.dtype))
         if cfg.augment:
             key = jax.random.fold_in(jax.random.fold_in(state.rng, 0xA5), state.step)
-            if getattr(batch, "opponent_legal_actions", None) is not None:  # the same transform per position
-                observation, legal, opponent_legal = symmetry.augment(
-                    transforms, key, batch.observation, batch.legal_actions, batch.opponent_legal_actions)
-                batch = batch._replace(opponent_legal_actions=opponent_legal)
-            else:
-                observation, legal = symmetry.augment(transforms, key, batch.observation, batch.legal_actions)
+            observation, legal = symmetry.augment(transforms, key, batch.observation, batch.legal_actions)
             batch = batch._replace(observation=observation, legal_actions=legal)
         grad_fn = jax.grad(loss_and_metrics, has_aux=True)
         grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch)

@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 
 from configs.loader import ConfigError, from_dict, to_dict
-from models.network import NetworkConfig, make_model, make_network
+from models.network import NetworkConfig, make_model, make_network, upgrade_network_dict
 
 CONFIG_FILE = "network.yaml"
 PARAMS_FILE = "params.msgpack"
@@ -140,7 +140,7 @@ def load(directory: str | os.PathLike, check: bool = True) -> Checkpoint:
             raise FileNotFoundError(f"network checkpoint {directory} has no {path.name}")
     header = _read_header(config_path)
     try:
-        cfg = from_dict(NetworkConfig, header["network"], prefix="network")
+        cfg = from_dict(NetworkConfig, upgrade_network_dict(header["network"], header.get("game")), prefix="network")
     except ConfigError as e:
         raise ValueError(f"{config_path}: {e}") from None
     payload = params_path.read_bytes()

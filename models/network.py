@@ -10,14 +10,19 @@ from the side to move; `out.wdl_logits` [B, 3] or None. A self-play config switc
 one key (`network.family=chessformer`); a Chessformer config made for students (112 square
 features, compact/vocabulary policy) is adapted to pgx's 119 planes and 4672 actions. Students read other inputs: `make_model(cfg)` builds any
 family for its native input (searchless: FEN tokens; Chessformer: square features).
+`network.input_features` names planes the game defines (games/features.py, e.g. connect four's
+`[parity, threats]`): `make_network` appends them to the observation for any self-play family, and
+the parameters keep the names they have without them.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal, Mapping, Optional
 
 import flax.linen as nn
 
+from configs.loader import ConfigError
+from games import features
 from models.chessformer import Chessformer, ChessformerConfig
 from models.output import NetworkOutput, wdl_to_value  # noqa: F401  (re-exported)
 from models.resnet import ResNet, ResNetConfig
@@ -25,8 +30,6 @@ from models.searchless import SearchlessConfig, SearchlessTransformer
 
 Family = Literal["resnet", "chessformer", "searchless"]
 SELF_PLAY_FAMILIES = ("resnet", "chessformer")
-# games where every move adds exactly one stone, so (stones on the board mod 2) is the mover's colour
-PLACEMENT_GAMES = ("connect_four", "tic_tac_toe")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,47 +40,94 @@ class NetworkConfig:
     resnet: ResNetConfig = ResNetConfig()  # used when family == "resnet"
     chessformer: ChessformerConfig = ChessformerConfig()  # used when family == "chessformer"
     searchless: SearchlessConfig = SearchlessConfig()  # used when family == "searchless"
-
-    @property
-    def opponent_policy_head(self) -> bool:
-        """The network also predicts the opponent's reply when training (the learner samples its target)."""
-        return self.family == "resnet" and self.resnet.opponent_policy_head
+    # planes the game defines, appended to its observation in this order (games/features.py; connect
+    # four: parity, threats); any self-play family reads them
+    input_features: tuple[str, ...] = ()
 
 
 def check_game(cfg: NetworkConfig, game: str) -> None:
     """Raises one ValueError line when `cfg` cannot read `game`'s observation (the config loader and
     `make_network` both ask, so a run fails before it starts and a library caller still hears)."""
-    if cfg.family == "resnet" and cfg.resnet.parity_plane and game not in PLACEMENT_GAMES:
-        raise ValueError(f"network.resnet.parity_plane: stone parity says whose move it is only where every move "
-                         f"adds one stone ({', '.join(PLACEMENT_GAMES)}: the parity_plane counts stones), not "
-                         f"{game}; set it to false")
-    if cfg.family == "resnet" and cfg.resnet.threat_planes and game not in PLACEMENT_GAMES:
-        raise ValueError(f"network.resnet.threat_planes: k-in-a-row threats are read from the two stone planes of "
-                         f"{', '.join(PLACEMENT_GAMES)}, not {game}'s observation; set it to 0")
+    features.check(cfg.input_features, game)
+
+
+def upgrade_network_dict(network: Any, game: Optional[str]) -> Any:
+    """An older config's `network` mapping as today's fields name it: the ResNet's own feature planes,
+    `resnet.parity_plane: true` and `resnet.threat_planes: k` (k the game's line, connect four 4),
+    become `input_features: [parity, threats]` (the order the ResNet appended them in: the same input,
+    the same parameters). ConfigError (one line) for what has no such mapping."""
+    if not isinstance(network, Mapping) or not isinstance(network.get("resnet"), Mapping):
+        return network
+    resnet = dict(network["resnet"])
+    if "parity_plane" not in resnet and "threat_planes" not in resnet:
+        return network
+    parity, k = resnet.pop("parity_plane", False), resnet.pop("threat_planes", 0)
+    out = {**network, "resnet": resnet}
+    if parity not in (True, False) or isinstance(k, bool) or not isinstance(k, int):
+        raise ConfigError(f"network.resnet.parity_plane: {parity!r} / threat_planes: {k!r}: expected true/false "
+                          f"and an integer (older names of network.input_features)")
+    if out.get("family", "resnet") != "resnet" or not (parity or k):
+        return out  # the planes were the ResNet's alone
+    if k and k != features.IN_A_ROW.get(game):
+        raise ConfigError(f"network.resnet.threat_planes: {k} is not {game}'s line "
+                          f"({game}: {features.IN_A_ROW.get(game, 'none')}); network.input_features: [threats] "
+                          f"gives each game's own, as the older threat_planes did with the right k")
+    names = ["parity"] * bool(parity) + ["threats"] * bool(k)
+    if out.get("input_features") and list(out["input_features"]) != names:
+        raise ConfigError(f"network.resnet.parity_plane / threat_planes (older names of input_features: {names}) and "
+                          f"network.input_features: {list(out['input_features'])} are both set: keep input_features")
+    out["input_features"] = names
+    return out
+
+
+class WithFeatures(nn.Module):
+    """`body` on the observation with `names`' planes appended (games/features.py). The body shares this
+    module's scope, so its parameters are named as they are without features."""
+
+    body: nn.Module
+    game: str
+    names: tuple[str, ...]
+
+    def setup(self):
+        nn.share_scope(self, self.body)
+
+    def __call__(self, obs, *args, **kwargs):
+        return self.body(features.append(self.names, self.game, obs), *args, **kwargs)
 
 
 def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
     """A flax module mapping pgx observations [B, *observation_shape] to a NetworkOutput."""
+    if cfg.family not in SELF_PLAY_FAMILIES:
+        _refuse_family(cfg.family)
+    check_game(cfg, game_spec.name)
     if cfg.family == "resnet":
-        check_game(cfg, game_spec.name)
-        return ResNet(cfg.resnet, num_actions=game_spec.num_actions, chess_policy=game_spec.name == "chess")
-    if cfg.family == "chessformer":
+        body = ResNet(cfg.resnet, num_actions=game_spec.num_actions, chess_policy=game_spec.name == "chess")
+    else:
         if game_spec.name != "chess":
             raise ValueError(f"the chessformer family plays chess only, not '{game_spec.name}'")
-        # Same architecture, but read pgx's observation planes and score pgx's action ids.
-        c = dataclasses.replace(cfg.chessformer, input_features=game_spec.observation_shape[-1],
-                                policy_space="pgx")
-        return Chessformer(c)
-    if cfg.family == "searchless":
+        # Same architecture, but read pgx's observation planes (and the game's features) and score
+        # pgx's action ids.
+        planes = game_spec.observation_shape[-1] + features.num_planes(cfg.input_features, game_spec.name)
+        body = Chessformer(dataclasses.replace(cfg.chessformer, input_features=planes, policy_space="pgx"))
+    if not cfg.input_features:
+        return body
+    return WithFeatures(body, game_spec.name, tuple(cfg.input_features))
+
+
+def _refuse_family(family: str) -> None:
+    if family == "searchless":
         raise ValueError("the searchless transformer reads FEN tokens, not pgx observations: it cannot be a "
                          "self-play network (use models.make_model for students)")
-    raise ValueError(f"unknown network family '{cfg.family}' (known: resnet, chessformer, searchless)")
+    raise ValueError(f"unknown network family '{family}' (known: resnet, chessformer, searchless)")
 
 
 def make_model(cfg: NetworkConfig, game_spec=None) -> nn.Module:
     """Any family on its native input: searchless -> SearchlessTransformer (tokens -> log-probs);
     chessformer -> Chessformer (squares [B, 64, F] -> NetworkOutput over cfg.chessformer.policy_space);
     resnet -> as `make_network` (needs game_spec)."""
+    if cfg.family != "resnet" and cfg.input_features:
+        raise ValueError("network.input_features are planes appended to a pgx observation; a student on its "
+                         "native input (FEN tokens, square features) reads none: set it to []")
     if cfg.family == "searchless":
         return SearchlessTransformer(cfg.searchless)
     if cfg.family == "chessformer":

@@ -13,9 +13,6 @@ class NetworkOutput(NamedTuple):
     policy_logits: jax.Array  # [B, A] logits over the caller's action space (illegal moves not masked)
     value: jax.Array  # [B] expected outcome in [-1, 1] for the side to move
     wdl_logits: Optional[jax.Array] = None  # [B, 3] win/draw/loss logits for the side to move, or None
-    # [B, A] logits of the opponent's reply (KataGo's auxiliary policy target): the search policy of the
-    # next position, which the opponent plays. Training only (train=True); None otherwise or without the head
-    opponent_policy_logits: Optional[jax.Array] = None
 
 
 def wdl_to_value(wdl_logits: jax.Array) -> jax.Array:

@@ -6,9 +6,6 @@ Residual block: conv3x3-BN-ReLU-conv3x3-BN (+ optional squeeze-excitation) + ski
 Policy head, chess: conv3x3-BN-ReLU then a 1x1 conv to 73 planes, flattened in pgx's action
 order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other games (or
 `policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
-Opponent-reply head (`opponent_policy_head`, KataGo's auxiliary policy target): a second policy head of
-the same shape predicting the search policy of the next position, built only when training (the search
-never pays for it).
 Value head: 1x1 conv to `value_channels` planes (AlphaZero: 1), BN, ReLU, dense `value_hidden`, ReLU,
 dense 1, tanh.
 Mixed precision (`compute_dtype: bfloat16`): convolutions, dense layers and activations run in bf16
@@ -18,12 +15,12 @@ learner's losses and the search's values are float32 either way.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 import flax.linen as nn
 import jax.numpy as jnp
 
-from configs.loader import check_at_least
+from configs.loader import Retired, check_at_least
 from models.output import NetworkOutput
 
 
@@ -41,26 +38,18 @@ class ResNetConfig:
     # square must squeeze what it says about the result into a single number before the dense layer
     value_channels: int = 1
     wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
-    # append a plane of (stones on the board mod 2) to the input: in a game where every move adds one
-    # stone (connect four, tic-tac-toe) it says whether the side to move moved first, which pgx's
-    # two-plane observation (mine, theirs) leaves the network to count; connect four's threat parity
-    # (odd rows favour the first player) turns on it
-    parity_plane: bool = False
-    # k > 0 appends two planes, the empty squares where the mover's / the opponent's next stone would make
-    # k in a row (connect four: 4; tic-tac-toe: 3): the threats of Allis's connect-four analysis, whose
-    # rows decide its endgames, given to the network as KataGo gives Go networks its ladder and liberty
-    # features instead of leaving a short run's few games to teach them; 0 leaves the input as it is
-    threat_planes: int = 0
-    # a second policy head trained on the opponent's reply (the next position's search policy; KataGo
-    # credits its auxiliary targets with up to 1.65x compute): a training signal about the opponent's plans
-    # that the shared trunk learns from; evaluated only when training (learner.opponent_policy_weight)
-    opponent_policy_head: bool = False
     # dtype of the convolutions, dense layers and activations; parameters, BatchNorm statistics and the
     # outputs stay float32. bfloat16 pays on accelerators (tensor cores), not on a CPU (10% slower on 2 cores)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    # removed fields that saved configs still name (configs/loader.py)
+    # (the feature planes moved to network.input_features, games/features.py: an older run's config or
+    # network.yaml maps to it, models/network.py upgrade_network_dict)
+    RETIRED: ClassVar = {"opponent_policy_head": Retired(False),
+                         "parity_plane": Retired(False, "set network.input_features: [parity]"),
+                         "threat_planes": Retired(0, "set network.input_features: [threats]")}
 
     def __post_init__(self):
-        check_at_least(self, 0, "num_blocks", "threat_planes", prefix="network.resnet.")
+        check_at_least(self, 0, "num_blocks", prefix="network.resnet.")
         check_at_least(self, 1, "filters", "se_ratio", "value_hidden", prefix="network.resnet.")
         if self.value_channels < 1:
             raise ValueError(f"network.resnet.value_channels must be >= 1 (got {self.value_channels}); 1 is AlphaZero's head")
@@ -137,56 +126,6 @@ def policy_head(x, make: Layers, chess_conv: bool, filters: int, num_actions: in
     return make.dense(num_actions)(p.reshape(x.shape[0], -1))
 
 
-class OpponentPolicyHead(nn.Module):
-    """Trunk x [B, H, W, C] -> [B, num_actions] logits of the opponent's reply (a policy head of its own)."""
-
-    chess_conv: bool
-    filters: int
-    num_actions: int
-    dtype: jnp.dtype = jnp.float32
-
-    @nn.compact
-    def __call__(self, x, train: bool):
-        make = Layers(train, self.dtype)
-        return policy_head(x, make, self.chess_conv, self.filters, self.num_actions).astype(jnp.float32)
-
-
-def append_parity_plane(x):
-    """x [B, H, W, C] of 0 / 1 stone planes -> [B, H, W, C + 1], the last plane (sum of x) mod 2."""
-    parity = jnp.mod(jnp.sum(x, axis=(1, 2, 3)), 2.0)
-    return jnp.concatenate([x, jnp.broadcast_to(parity[:, None, None, None], x.shape[:3] + (1,))], axis=-1)
-
-
-def _shifted(plane, dr: int, dc: int):
-    """plane [B, H, W] -> out with out[r, c] = plane[r + dr, c + dc], 0 off the board."""
-    h, w = plane.shape[1:]
-    padded = jnp.pad(plane, ((0, 0), (abs(dr),) * 2, (abs(dc),) * 2))
-    return padded[:, abs(dr) + dr:abs(dr) + dr + h, abs(dc) + dc:abs(dc) + dc + w]
-
-
-def line_threats(stones, empty, k: int):
-    """stones, empty [B, H, W] of 0 / 1 -> [B, H, W]: 1 on each empty square that completes k of
-    `stones` in a row (any of the four directions) when a stone is put there."""
-    threat = jnp.zeros_like(stones)
-    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        for gap in range(k):  # where the empty square sits in the line of k
-            line = empty
-            for i in range(k):
-                if i != gap:
-                    line = line * _shifted(stones, (i - gap) * dr, (i - gap) * dc)
-            threat = jnp.maximum(threat, line)
-    return threat
-
-
-def append_threat_planes(x, k: int):
-    """x [B, H, W, C >= 2] (planes 0 / 1: the mover's stones, the opponent's) -> [B, H, W, C + 2] with the mover's and
-    the opponent's k-in-a-row threats (line_threats) appended."""
-    mine, theirs = x[..., 0], x[..., 1]
-    empty = 1.0 - jnp.clip(mine + theirs, 0.0, 1.0)
-    return jnp.concatenate([x, line_threats(mine, empty, k)[..., None],
-                            line_threats(theirs, empty, k)[..., None]], axis=-1)
-
-
 class ResNet(nn.Module):
     """obs [B, *observation_shape] -> NetworkOutput(policy_logits [B, num_actions], value [B], wdl)."""
 
@@ -200,10 +139,6 @@ class ResNet(nn.Module):
         dt = jnp.dtype(cfg.compute_dtype)
         make = Layers(train, dt)
         x = obs.astype(jnp.float32)
-        if cfg.parity_plane:
-            x = append_parity_plane(x)  # first: it counts the stones of every plane
-        if cfg.threat_planes:
-            x = append_threat_planes(x, cfg.threat_planes)  # reads planes 0 and 1, the stones
         x = nn.relu(make.bn()(make.conv(cfg.filters, (3, 3), use_bias=False)(x.astype(dt))))
         for _ in range(cfg.num_blocks):
             x = ResidualBlock(cfg.filters, cfg.squeeze_excitation, cfg.se_ratio, dt)(x, train)
@@ -218,7 +153,4 @@ class ResNet(nn.Module):
         v = nn.relu(make.dense(cfg.value_hidden)(v))
         value = jnp.tanh(make.dense(1)(v).astype(jnp.float32))[:, 0]
         wdl = make.dense(3, name="wdl")(v).astype(jnp.float32) if cfg.wdl_head else None
-        opponent = None
-        if cfg.opponent_policy_head and (train or self.is_initializing()):
-            opponent = OpponentPolicyHead(use_conv, cfg.filters, self.num_actions, dt, name="opponent_policy")(x, train)
-        return NetworkOutput(policy.astype(jnp.float32), value, wdl, opponent)
+        return NetworkOutput(policy.astype(jnp.float32), value, wdl)

@@ -142,19 +142,16 @@ class ReplayBuffer:
         """Positions in the window."""
         return self._window.positions
 
-    def sample(self, batch_size: int, seed: int, opponent: bool = False, unpack: bool = False) -> TrainingBatch:
+    def sample(self, batch_size: int, seed: int, unpack: bool = False) -> TrainingBatch:
         """Uniform positions of the window as padded arrays (W = max_legal_actions):
 
         observation [B, *obs_shape] or, while the window is packed (every pgx game here), a
         games.packing.PackedObservation (bits [B, nbytes] uint8, values [B, P] float32) that the
         learner unpacks on its device; legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
-        z [B] float32 outcome for the side to move, q [B] float32 the search's root value there,
-        policy_weight [B] float32 1 where pi came from a full search (0: a fast ply's, not trained).
-        `opponent`: also the next position's legal moves and full-search policy, the opponent's reply
-        (opponent_legal_actions [B, W], opponent_policy [B, W]; -1 pads / zeros where there is none).
+        z [B] float32 outcome for the side to move, q [B] float32 the search's root value there.
         `unpack`: plain observations [B, *obs_shape] (unpacked here, on the host) in every case.
         """
-        return self._window.sample(np.random.default_rng(seed), batch_size, opponent, unpack)
+        return self._window.sample(np.random.default_rng(seed), batch_size, unpack)
 
     def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""

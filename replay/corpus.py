@@ -6,7 +6,6 @@ of distill/records.py, so `distill.records.iter_records` reads a chess corpus di
     actions                    pgx actions from the start up to this position (rebuilds it exactly)
     legal_actions              pgx ids of the legal moves; `policy`, `child_q` are over them
     policy, child_q, root_value, z   search targets and the outcome, side to move, z in {-1, 0, 1}
-    full_search                false for a playout-capped fast ply (its policy is a weak target)
     source                     "selfplay"
 Chess adds `fen`, `moves` (legal moves, UCI), `history` (UCI moves from the start), `values`
 (child Q as win probability in [0, 1]), `value` (root value, same scale), `best` (the move played
@@ -69,7 +68,6 @@ def rows(record: GameRecord):
             "policy": record.policy[lo:hi].tolist(), "child_q": record.child_q[lo:hi].tolist(),
             "root_value": float(record.root_value[t]), "z": float(z[t]),
             "outcome": (float(z[t]) + 1) / 2, "source": "selfplay",
-            "full_search": bool(record.full_search[t]),
         }
         if extras is not None:
             row.update(next(extras))

@@ -23,14 +23,6 @@ class TrainingBatch(NamedTuple):
     policy: np.ndarray  # [B, W] float32 search policy target pi over those moves (0 at pads)
     z: np.ndarray  # [B] float32 game outcome for the side to move, in {-1, 0, 1}
     q: np.ndarray | None = None  # [B] float32 the search's root value for the side to move (None: not sampled)
-    # [B] float32 1 where `policy` came from a full search, 0 from a fast one (playout cap
-    # randomization: the value is trained, the policy is not); None: every position full
-    policy_weight: np.ndarray | None = None
-    # The opponent's reply (sampled only for a network with an opponent-reply head): the next position's
-    # legal moves [B, W] (-1 pads) and search policy [B, W], all 0 where there is none to learn from
-    # (the game's last position, or a fast search's policy under playout cap randomization)
-    opponent_legal_actions: np.ndarray | None = None
-    opponent_policy: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)

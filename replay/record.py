@@ -11,16 +11,15 @@ A record holds, per position t (T = plies played):
   child_q       the search's Q value of each move, from the side to move
   root_value    [T] the search's root value, from the side to move
   actions       [T] the pgx action played
-  full_search   [T] bool: searched with the full simulation budget (playout cap randomization,
-                actors/config.py: a fast ply's policy target is not trained on)
 and per game: the outcome (`rewards` [2] per pgx player id), plies, how it ended, the parameter
 versions that played it, the resignation bookkeeping, and the init key (with `actions` it rebuilds
 every pgx state exactly, e.g. for FEN + move history in the corpus or PGN).
 
 On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]`, `body` the
 msgpack map of the fields with arrays as little-endian bytes, so corruption is detected per record.
-Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`; 3 adds `full_search`
-(older records: every ply full); 4 adds `obs_encoding` (older records: "zlib"). All are read.
+Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`; 3 added `full_search`
+(playout cap randomization's fast plies, since retired); 4 adds `obs_encoding` (older records:
+"zlib"); 5 drops `full_search` (read from 3 and 4, and ignored). All are read.
 """
 from __future__ import annotations
 
@@ -34,8 +33,8 @@ import numpy as np
 from games import packing
 
 MAGIC = "zcgr"
-SCHEMA_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+SCHEMA_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 ObsEncoding = Literal["packed", "zlib"]
 _RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> today's
 
@@ -52,7 +51,7 @@ class SchemaError(RecordError):
 _ARRAYS = {
     "init_key": "<u4", "actions": "<i4", "to_play": "<i1", "num_legal": "<i2",
     "legal_actions": "<i4", "policy": "<f4", "child_q": "<f4", "root_value": "<f4",
-    "rewards": "<f4", "param_versions": "<i8", "full_search": "|b1",
+    "rewards": "<f4", "param_versions": "<i8",
 }
 
 
@@ -79,12 +78,7 @@ class GameRecord:
     resign_would_have: int  # never-resign games: pgx player id that would have resigned first, or -1
     param_versions: np.ndarray  # [2] first and last parameter version that played this game
     created: float  # unix time the game finished
-    full_search: np.ndarray | None = None  # [T] bool, a full search at each ply (None: every ply)
     obs_encoding: ObsEncoding = "zlib"  # "packed": games/packing.py's bytes; "zlib": compressed raw bytes
-
-    def __post_init__(self):
-        if self.full_search is None:
-            self.full_search = np.ones(len(self.actions), bool)
 
     @property
     def plies(self) -> int:
@@ -162,8 +156,8 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
             body[new] = body.pop(old)
         kwargs = {}
         for f in dataclasses.fields(GameRecord):
-            if (f.name == "full_search" and version < 3) or (f.name == "obs_encoding" and version < 4):
-                continue  # older records: every ply a full search, zlib observations (the defaults)
+            if f.name == "obs_encoding" and version < 4:
+                continue  # older records: zlib observations (the default)
             value = body[f.name]
             if f.name in _ARRAYS:
                 value = np.frombuffer(value, dtype=_ARRAYS[f.name]).copy()
@@ -174,7 +168,7 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
     except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
         raise RecordError(f"{where}: malformed record body ({e})") from None
     if (int(record.num_legal.sum()) != len(record.policy) or len(record.observations) != record.plies
-            or len(record.full_search) != record.plies or record.obs_encoding not in ("packed", "zlib")):
+            or record.obs_encoding not in ("packed", "zlib")):
         raise RecordError(f"{where}: inconsistent record lengths")
     return record
 

@@ -101,11 +101,9 @@ class Window:
         self._positions.grow(tail + T - head, head, tail)
         self._moves.grow(self._mov[1] + len(record.policy) - self._mov[0], *self._mov)
         starts = self._mov[1] + np.concatenate([[0], np.cumsum(record.num_legal[:-1], dtype=np.int64)])
-        has_next = np.zeros(T, bool)
-        has_next[:-1] = record.full_search[1:]
         self._positions.write(tail, {
-            **obs, "z": record.outcome(), "q": record.root_value, "weight": record.full_search,
-            "move_start": starts[:T], "num_legal": record.num_legal, "has_next": has_next})
+            **obs, "z": record.outcome(), "q": record.root_value,
+            "move_start": starts[:T], "num_legal": record.num_legal})
         self._moves.write(self._mov[1], {"legal": record.legal_actions, "policy": record.policy})
         self._pos[1] += T
         self._mov[1] += len(record.policy)
@@ -120,8 +118,8 @@ class Window:
                    "values": ((self.obs_shape[-1],), np.float32)}
         else:
             obs = {"obs": (self.obs_shape, self.obs_dtype)}
-        return {**obs, "z": ((), np.float32), "q": ((), np.float32), "weight": ((), np.float32),
-                "move_start": ((), np.int64), "num_legal": ((), np.int16), "has_next": ((), bool)}
+        return {**obs, "z": ((), np.float32), "q": ((), np.float32),
+                "move_start": ((), np.int64), "num_legal": ((), np.int16)}
 
     def _observations(self, record: GameRecord) -> dict[str, np.ndarray]:
         if self.packed:
@@ -144,8 +142,7 @@ class Window:
         self._positions.write(head, live)
 
     # -- sampling ----------------------------------------------------------------------------------
-    def sample(self, rng: np.random.Generator, batch_size: int, opponent: bool = False,
-               unpack: bool = False) -> TrainingBatch:
+    def sample(self, rng: np.random.Generator, batch_size: int, unpack: bool = False) -> TrainingBatch:
         """Uniform positions: see ReplayBuffer.sample. Observations packed (PackedObservation) while
         the window is packed, unless `unpack`."""
         if self.positions == 0:
@@ -161,15 +158,8 @@ class Window:
                 observation = packing.unpack(observation, self.obs_shape, self.obs_dtype)
         else:
             observation = a["obs"][rows]
-        next_legal = next_policy = None
-        if opponent:
-            has_next = a["has_next"][rows]
-            following = (self._pos[0] + flat + 1) % self._positions.capacity
-            next_n = np.where(has_next, a["num_legal"][following], 0).astype(np.int64)
-            next_legal, next_policy = self._gather_moves(start + n, next_n)
         return TrainingBatch(observation=observation, legal_actions=legal, policy=policy, z=a["z"][rows],
-                             q=a["q"][rows], policy_weight=a["weight"][rows],
-                             opponent_legal_actions=next_legal, opponent_policy=next_policy)
+                             q=a["q"][rows])
 
     def _gather_moves(self, start: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[B, W] legal moves (-1 pads) and policy (0 pads) of positions whose moves are at

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Optional, get_args
+from typing import ClassVar, Literal, Optional, get_args
+
+from configs.loader import Retired
 
 Policy = Literal["puct", "gumbel"]
 QTransform = Literal["parent_and_siblings", "min_max", "fpu"]
@@ -25,9 +27,6 @@ class SearchConfig:
     # ([-1, 1] -> [0, 1] unnormalised, unvisited -> V(s) - fpu_reduction: lc0's first-play urgency).
     q_transform: QTransform = "parent_and_siblings"
     fpu_reduction: float = 0.0  # "fpu": how much worse than its parent an untried move is assumed
-    # Policy softmax temperature (lc0's): every node's prior is softmax(logits / T). T > 1 flattens a
-    # confident prior so PUCT also visits the moves the network dismisses (a refutation it misjudges).
-    prior_temperature: float = 1.0
     root_noise: bool = True  # mix Dirichlet noise into the root prior (self-play on, play off)
     dirichlet_alpha: Optional[float] = None  # None -> game.spec.dirichlet_alpha (chess 0.3)
     dirichlet_fraction: float = 0.25  # weight of the noise in the root prior (AlphaZero 0.25)
@@ -62,6 +61,8 @@ class SearchConfig:
     # (at most num_simulations reused nodes), and spends num_simulations on new nodes; Gumbel's
     # Sequential Halving schedules the new visits only. The actor passes the tree between plies.
     reuse_tree: bool = False
+    # removed fields that saved configs (a run's config.yaml, a network's recorded search) still name
+    RETIRED: ClassVar = {"prior_temperature": Retired(1.0)}
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -86,8 +87,8 @@ class SearchConfig:
             raise ValueError(f"search temperature must be > 0, got {self.temperature}")
         if self.temperature_plies < 0:
             raise ValueError(f"search temperature_plies must be >= 0, got {self.temperature_plies}")
-        for name in ("value_scale", "pb_c_base", "prior_temperature"):
-            if getattr(self, name) <= 0:  # a negative sigma or c_base would prefer the worst moves; T = 0 divides by 0
+        for name in ("value_scale", "pb_c_base"):
+            if getattr(self, name) <= 0:  # a negative sigma or c_base would prefer the worst moves
                 raise ValueError(f"search {name} must be > 0, got {getattr(self, name)}")
         for name in ("pb_c_init", "maxvisit_init", "gumbel_scale", "fpu_reduction"):
             if getattr(self, name) < 0:

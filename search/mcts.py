@@ -80,17 +80,6 @@ def network_fn(evaluate: Evaluate):
     return run
 
 
-def tempered(net, temperature: float):
-    """`net` (network_fn's form) with its policy logits divided by `temperature` (the prior
-    softmax(logits / T); SearchConfig.prior_temperature)."""
-
-    def run(params, observations):
-        logits, value = net(params, observations)
-        return logits / temperature, value
-
-    return run
-
-
 class Node(NamedTuple):
     """A tree node's embedding: the pgx state without observation, and its slot table [B, W]."""
 
@@ -169,8 +158,6 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
             raise ValueError(f"search.symmetric_eval: {game.name} has no board symmetries (games/symmetry.py); "
                              "set search.symmetric_eval=false")
         evaluate = symmetric.averaged(network_fn(evaluate), transforms)  # network_fn of it is the identity
-    if config.prior_temperature != 1.0:
-        evaluate = tempered(network_fn(evaluate), config.prior_temperature)
     net = network_fn(evaluate)
     recurrent_fn = make_recurrent_fn(game, evaluate, config)
     root_select, interior_select = selection.selection_fns(config)

@@ -14,7 +14,7 @@ from configs.runtime import DEFAULT_DRIVER_GPU_SHARE, GpuMemory
 from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
-from models.network import check_game
+from models.network import check_game, upgrade_network_dict
 from replay.config import ReplayConfig
 from search.config import SearchConfig
 
@@ -34,7 +34,7 @@ class EvaluationConfig:
     max_plies: int = 400  # a longer gauntlet game is scored a draw
     previous_networks: int = 2  # earlier evaluated networks of the run each new one plays
     # the fixed ladder: chess arena agent specs (stockfish:..., uci:...), tic_tac_toe "minimax",
-    # connect_four "alphabeta:depth=N"; None: the game's default (selfplay/evaluator.py DEFAULT_LADDER)
+    # connect_four "alphabeta:depth=N"; None: the game's default (games/evaluation.py)
     engines: Optional[tuple[str, ...]] = None
     mate_puzzles: int = 25  # chess: mateIn1 and mateIn2 puzzles solved by the search and by the raw policy
     num_cpus: float = 1.0  # Ray resources of the evaluator actor (a cluster gives it its own)
@@ -89,6 +89,14 @@ class SelfPlayConfig:
     sample_game_every: int = 20  # append every n-th finished game to games.pgn (chess)
     freeze_corpus_on_exit: bool = False  # write runs/<name>/corpus/ (immutable) when the run stops
 
+    @classmethod
+    def upgrade_dict(cls, data: dict) -> dict:
+        """An older run's keys as today's fields name them (configs/loader.py): the ResNet's feature
+        planes become network.input_features, which needs the game (models/network.py)."""
+        if "network" in data:
+            data["network"] = upgrade_network_dict(data["network"], data.get("game", cls.game))
+        return data
+
     def __post_init__(self):
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name must be a plain directory name, got {self.name!r}")
@@ -106,10 +114,3 @@ class SelfPlayConfig:
             raise ValueError(f"gpu_memory must be one of {get_args(GpuMemory)}, got {self.gpu_memory!r}")
         if not 0.0 < self.driver_gpu_share < 1.0:
             raise ValueError(f"driver_gpu_share must be in (0, 1), got {self.driver_gpu_share:g}")
-        if self.search.reuse_tree and self.actors.full_search_fraction < 1.0:
-            raise ValueError("search.reuse_tree keeps one tree size per actor; playout cap randomization "
-                             "(actors.full_search_fraction < 1) mixes two: set one of them off")
-        if self.actors.full_search_fraction < 1.0 and self.actors.fast_simulations >= self.search.num_simulations:
-            raise ValueError(f"actors.fast_simulations ({self.actors.fast_simulations}) must be below "
-                             f"search.num_simulations ({self.search.num_simulations}) with playout cap "
-                             f"randomization (actors.full_search_fraction < 1)")

@@ -8,7 +8,8 @@ the newest published network, played with the run's own search as every player p
 (`SearchConfig.for_play`: no noise, greedy, forced results checked at every node). The evaluator
   - plays a gauntlet (arena/gauntlet.py: batched games, every start position with both colours)
     against a random mover, the previous `previous_networks` evaluated networks of the run and the
-    game's engine ladder (`engines`; chess: arena agent specs, from the opening book);
+    game's engine ladder (`engines`, else the game's: games/evaluation.py; chess: arena agent specs,
+    from the opening book);
   - plays the same network's raw policy (greedy, no search: player policy-step-N) against the same
     fixed anchors (random and the ladder), so a run shows what the network learned apart from what
     its search finds (the untrained network's search already beats random in chess by finding mates);
@@ -41,6 +42,7 @@ import search as search_lib
 from arena import gauntlet
 from arena.ratings import GameResult, fit_ratings
 from configs.loader import to_dict
+from games import evaluation as game_evaluation
 from models import checkpoint as network_checkpoint
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
@@ -59,15 +61,14 @@ from selfplay.eval_store import (
 )
 from selfplay.messages import EvalReport, EvalRequest
 
-DEFAULT_LADDER = {"chess": ("stockfish:skill=0,depth=1",), "tic_tac_toe": ("minimax",),
-                  "connect_four": ("alphabeta:depth=2", "alphabeta:depth=4")}
-
 
 def ladder(game: str, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
-    """The fixed opponents besides random and earlier networks; ValueError names a bad spec."""
-    specs = DEFAULT_LADDER.get(game, ()) if engines is None else engines
+    """The fixed opponents besides random and earlier networks (`engines`, else the game's ladder);
+    ValueError names a bad spec."""
+    defaults = game_evaluation.defaults(game)
+    specs = defaults.ladder if engines is None else engines
     for spec in specs:
-        if game == "chess":
+        if defaults.fen_uci:
             from arena.spec import parse_spec
             parse_spec(spec)
         else:
@@ -99,6 +100,7 @@ class Evaluator:
         self.dir = Path(run_dir) / "eval"
         (self.dir / "networks").mkdir(parents=True, exist_ok=True)
         self.game = games.make(cfg.game)
+        self.defaults = game_evaluation.defaults(cfg.game)  # FEN and UCI: books, engines, PGN, mate puzzles
         self.net = models.make_network(cfg.network, self.game.spec)
         apply = lambda variables, obs: self.net.apply(variables, obs, train=False)  # noqa: E731
         self.apply = apply
@@ -169,7 +171,7 @@ class Evaluator:
     def _start_states(self):
         if self._starts is None:
             count = self.ecfg.openings
-            if self.cfg.game == "chess":
+            if self.defaults.fen_uci:
                 from arena.openings import Book, book_path, pick
                 boards = [o.board() for o in pick(Book(book_path(self.ecfg.book)), count, "random", self.cfg.seed)]
                 self._start_fens = [b.fen() for b in boards for _ in (0, 1)]
@@ -187,7 +189,7 @@ class Evaluator:
             opponents.append((network_name(step), gauntlet.search_mover(self.search, variables)))
         self._start_states()
         for spec in ladder(self.cfg.game, self.ecfg.engines):
-            if self.cfg.game != "chess":
+            if not self.defaults.fen_uci:
                 from arena.board_players import board_mover
                 opponents.append((spec, board_mover(self.cfg.game, spec, self.cfg.seed + len(self.reports))))
                 continue
@@ -223,7 +225,7 @@ class Evaluator:
                 white, black = (name, opponent) if g.network_first else (opponent, name)
                 result = GameResult(white, black, g.score if g.network_first else 1 - g.score)
                 played.append((result, g))
-                if self.cfg.game == "chess":
+                if self.defaults.fen_uci:
                     self._write_pgn(result, g)
         return played
 
@@ -239,7 +241,7 @@ class Evaluator:
 
     # -- puzzles ---------------------------------------------------------------------------------
     def _mates(self, variables) -> tuple[Optional[float], Optional[float]]:
-        if self.cfg.game != "chess" or not self.ecfg.mate_puzzles:
+        if not self.defaults.fen_uci or not self.ecfg.mate_puzzles:
             return None, None
         from arena import mate_puzzles as mp
         rates = []

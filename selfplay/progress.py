@@ -109,8 +109,6 @@ class Progress:
             w.add_scalar("loss/value", m.value_loss, step)
             if m.wdl_loss is not None:
                 w.add_scalar("loss/wdl", m.wdl_loss, step)
-            if m.opponent_policy_loss is not None:
-                w.add_scalar("loss/opponent_policy", m.opponent_policy_loss, step)
             w.add_scalar("policy_entropy", m.policy_entropy, step)
             if m.value_std is not None:
                 w.add_scalar("value_std", m.value_std, step)

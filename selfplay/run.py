@@ -43,7 +43,7 @@ import yaml
 import games
 import models
 from actors.selfplay_actor import SelfPlayActor
-from configs.loader import to_dict
+from configs.loader import ConfigError, to_dict, upgrade
 from configs.runtime import forks_quietly, pin_threads, raise_if_stop_requested, stop_on_signals
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
@@ -91,13 +91,18 @@ def _first_difference(saved, now, key: str) -> str | None:
 
 
 def _check_resumable(run_dir: Path, cfg: SelfPlayConfig) -> None:
-    """On --resume: the run's config.yaml parses and names the same game and network as `cfg`."""
+    """On --resume: the run's config.yaml parses and names the same game and network as `cfg` (read as
+    today's fields name them: a retired option set in the run is one line)."""
     path = run_dir / "config.yaml"
     try:
         saved = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise RunError(f"{path} is not valid YAML ({' '.join(str(e).split())[:120]}); "
                        "repair it or start a new run with another name") from None
+    try:
+        saved = upgrade(SelfPlayConfig, saved if isinstance(saved, dict) else {})
+    except ConfigError as e:
+        raise RunError(f"{path}: {e}") from None
     now = yaml.safe_load(yaml.safe_dump(to_dict(cfg), sort_keys=False))  # tuples as the file has them
     for key in _MUST_MATCH_ON_RESUME:
         found = _first_difference((saved or {}).get(key), now[key], key)
@@ -282,7 +287,8 @@ def _init_variables(cfg: SelfPlayConfig) -> dict:
     if ckpt.game != cfg.game:
         raise RunError(f"{where} plays {ckpt.game or 'no pgx game'}, this run plays {cfg.game}: "
                        "warm-start from a network of this game")
-    same = lambda a, b: a.family == b.family and getattr(a, a.family) == getattr(b, b.family)
+    same = lambda a, b: (a.family, getattr(a, a.family), a.input_features) == (b.family, getattr(b, b.family),
+                                                                               b.input_features)
     if not same(ckpt.config, cfg.network):
         raise RunError(f"{where} is a {_shape(ckpt.config)}, the run's network a {_shape(cfg.network)}: "
                        "set network.* as in its network.yaml, or warm-start a network of this shape")
@@ -291,7 +297,8 @@ def _init_variables(cfg: SelfPlayConfig) -> dict:
 
 def _shape(net: models.NetworkConfig) -> str:
     sub = to_dict(net).get(net.family, {})
-    return f"{net.family} " + " ".join(f"{k}={v}" for k, v in sub.items())
+    features = f" input_features={list(net.input_features)}" if net.input_features else ""
+    return f"{net.family} " + " ".join(f"{k}={v}" for k, v in sub.items()) + features
 
 
 def _opening_lines(cfg: SelfPlayConfig) -> tuple:

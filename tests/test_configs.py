@@ -1,11 +1,12 @@
 """The config loader: YAML presets, dotted overrides, and errors that name the key."""
 import dataclasses
 import re
-from typing import Literal, Optional
+from typing import ClassVar, Literal, Optional
 
 import pytest
 
 from configs import ConfigError, apply_overrides, load, parse_overrides, to_dict
+from configs.loader import Retired, upgrade
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +81,42 @@ def test_a_bad_key_in_the_file_names_the_file_and_one_in_an_override_does_not(tm
         load(Outer, saved, ["inner.lrr=1"])
     saved.write_text("batch: abc\n")  # a bad value the override mends is no error
     assert load(Outer, saved, ["batch=2"]).batch == 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Pruned:
+    lr: float = 0.1
+    RETIRED: ClassVar = {"temperature": Retired(1.0), "head": Retired(False, "set lr instead")}
+
+    @classmethod
+    def upgrade_dict(cls, data):  # an older name of lr
+        if "rate" in data:
+            data["lr"] = data.pop("rate")
+        return data
+
+
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    pruned: Pruned = Pruned()
+
+
+def test_a_retired_key_reads_at_its_old_default_and_is_one_line_otherwise(tmp_path):
+    """Every saved config names every field, so a retired one at its old default (1 for 1.0 too) is
+    read and dropped; any other value is one line naming the key, that it was retired, and where why."""
+    saved = tmp_path / "config.yaml"
+    saved.write_text("pruned:\n  temperature: 1\n  head: false\n  rate: 0.5\n")
+    assert load(Holder, saved) == Holder(Pruned(lr=0.5))
+    assert upgrade(Holder, {"pruned": {"temperature": 1.0, "rate": 0.2}}) == {"pruned": {"lr": 0.2}}
+    with pytest.raises(ConfigError, match=r"^pruned\.temperature was retired \(docs/experiments/README\.md"
+                                          r"#retired-options\): remove it \(only its old default, 1\.0, is still read\)$"):
+        load(Holder, None, ["pruned.temperature=1.5"])
+    with pytest.raises(ConfigError, match=r"^pruned\.head was retired .*: set lr instead"):
+        load(Holder, None, ["pruned.head=1"])  # 1 is not false
+    saved.write_text("pruned:\n  head: true\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(saved))}: pruned\.head was retired"):
+        load(Holder, saved)
+    with pytest.raises(ConfigError, match="pruned.temperature was retired"):
+        upgrade(Holder, {"pruned": {"temperature": 2.0}})
 
 
 def test_parse_overrides_yaml_scalars():

@@ -129,19 +129,24 @@ def test_config_mismatch_on_resume_is_one_line_exit_2(tmp_path):
     assert "another name" in lines[0]
 
 
-def test_resume_that_toggles_the_reply_head_names_it(tmp_path):
-    """The opponent-reply head changes the checkpoint's parameter tree: a resume that turns it on (or
-    off) is refused by name before any checkpoint is read."""
+def test_resume_of_a_run_that_set_a_retired_option_names_it(tmp_path):
+    """A run's config.yaml names every field of its day: a retired option at its old default resumes;
+    set to anything else (the run was made with it) the resume is one line naming the key, before any
+    checkpoint is read."""
     import yaml
 
     from configs.loader import to_dict
     from selfplay.run import RunError, _check_resumable
-    saved = load(SelfPlayConfig, None, ["game=connect_four"])
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(to_dict(saved), sort_keys=False))
-    _check_resumable(tmp_path, saved)  # the same config resumes
-    toggled = load(SelfPlayConfig, None, ["game=connect_four", "network.resnet.opponent_policy_head=true"])
-    with pytest.raises(RunError, match="network.resnet.opponent_policy_head is False in the run, True now"):
-        _check_resumable(tmp_path, toggled)
+    cfg = load(SelfPlayConfig, None, ["game=connect_four"])
+    saved = to_dict(cfg)
+    saved["network"]["resnet"]["opponent_policy_head"] = False
+    saved["search"]["prior_temperature"] = 1.0
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    _check_resumable(tmp_path, cfg)  # the old defaults resume
+    saved["network"]["resnet"]["opponent_policy_head"] = True
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    with pytest.raises(RunError, match=r"config\.yaml: network\.resnet\.opponent_policy_head was retired"):
+        _check_resumable(tmp_path, cfg)
 
 
 def test_unwritable_runs_dir_is_one_line_exit_2(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from distill import dataset, selfplay_corpus
-from distill.records import RecordStore, iter_records
+from distill.records import RecordStore, ShardWriter, iter_records
 from games import chess_bridge
 from replay import chunks, corpus
 from replay.record import GameRecord, compress_observation
@@ -69,20 +69,17 @@ def test_frozen_corpus_reads_as_records_without_writing_into_it(frozen):
     assert np.all(batch["policy"][np.arange(16), batch["action"]] == np.float32(0.75))
 
 
-def test_fast_plies_of_a_playout_capped_game_are_left_out_unless_kept(tmp_path):
-    record = _game_record()
-    record.full_search = np.array([True, False, True, False])  # plies 1 and 3 searched with the fast budget
-    writer = chunks.ChunkWriter(tmp_path / "replay")
-    writer.append(record)
-    writer.close()
-    corpus.freeze(tmp_path / "replay", tmp_path / "corpus")
-    store = RecordStore(tmp_path / "corpus")
-    everything = np.concatenate([store.split(s, 0.5, "keep") for s in ("train", "test")])
-    full = np.concatenate([store.split(s, 0.5, "drop") for s in ("train", "test")])
-    assert sorted(everything) == [0, 1, 2, 3]
+def test_fast_plies_of_an_older_playout_capped_corpus_are_left_out(tmp_path):
+    """Corpora of runs with playout cap randomization (since retired) mark each row's `full_search`;
+    the fast plies' weak targets stay out of every split, as the retired data.fast_plies=drop did."""
+    with ShardWriter(tmp_path / "older") as writer:
+        for row in corpus.rows(_game_record()):
+            writer.write({**row, "full_search": row["ply"] % 2 == 0})  # plies 1 and 3 searched fast
+    store = RecordStore(tmp_path / "older")
+    assert len(store) == 4
+    full = np.concatenate([store.split(s, 0.5) for s in ("train", "test")])
     assert sorted(store[int(i)]["ply"] for i in full) == [0, 2]
-    with pytest.raises(ValueError, match="fast_plies"):
-        store.split("train", 0.5, "skip")
+    assert "full_search" not in next(corpus.rows(_game_record()))  # today's corpora have no fast plies
 
 
 def test_av_values_of_unvisited_moves_come_from_the_teacher(frozen, tmp_path):

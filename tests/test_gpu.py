@@ -172,7 +172,7 @@ def test_train_ratio_counts_this_sessions_samples_per_position():
 
 def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F811
     import jax.numpy as jnp
-    from test_playout_cap import local_actor
+    from local_actor import local_actor
 
     import games
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.games_per_actor=2"])

@@ -2,7 +2,6 @@
 checkpoints restore exactly, and selfplay.py's config errors (one line, exit 2)."""
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,6 @@ from learner.checkpoint import Checkpointer
 from learner.config import LearnerConfig
 from learner.train import init_train_state, learning_rate, legal_log_probs, loss_and_metrics, make_train_step
 from models import NetworkOutput
-from models.resnet import ResNetConfig
 from selfplay.config import SelfPlayConfig
 from selfplay.messages import TrainingBatch
 
@@ -75,42 +73,6 @@ def test_loss_matches_hand_computation():
     np.testing.assert_allclose(loss, policy_loss + 2.25 + np.log(3.0), rtol=1e-5)
 
 
-def test_opponent_reply_loss_matches_hand_computation_and_skips_positions_without_a_reply():
-    # Position 0: the reply's legal moves {1, 2}, pi' = (1, 0); the head's logits (0, ln 3, 0) give p'(1) = 3/4.
-    # Position 1 has no reply (the game's last position): it does not count.
-    net = FixedNet([[0.0, 0.0, 0.0]] * 2, [0.0, 0.0])
-    net.out = net.out._replace(opponent_policy_logits=jnp.array([[0.0, np.log(3.0), 0.0], [9.0, 0.0, 0.0]]))
-    batch = TrainingBatch(observation=jnp.zeros((2, 1)), legal_actions=jnp.array([[0, 1], [0, 1]]),
-                          policy=jnp.array([[1.0, 0.0], [1.0, 0.0]]), z=jnp.zeros(2),
-                          opponent_legal_actions=jnp.array([[1, 2], [-1, -1]]),
-                          opponent_policy=jnp.array([[1.0, 0.0], [0.0, 0.0]]))
-    cfg = LearnerConfig(opponent_policy_weight=0.5)
-    loss, (_, m) = loss_and_metrics({}, {}, net, cfg, batch)
-    np.testing.assert_allclose(m["opponent_policy_loss"], -np.log(0.75), rtol=1e-5)
-    np.testing.assert_allclose(loss, m["policy_loss"] + m["value_loss"] - 0.5 * np.log(0.75), rtol=1e-5)
-    _, (_, without) = loss_and_metrics({}, {}, net, cfg, batch._replace(opponent_policy=None))
-    assert "opponent_policy_loss" not in without  # a batch without the targets (a warm start's) trains the rest
-
-
-def test_opponent_reply_head_is_built_for_training_only_and_leaves_the_other_parameters_as_they_were():
-    game = games.make("connect_four")
-    obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 2)))
-    plain_cfg = models.NetworkConfig(resnet=ResNetConfig(num_blocks=1, filters=8, value_hidden=8))
-    head_cfg = dataclasses.replace(plain_cfg, resnet=dataclasses.replace(plain_cfg.resnet, opponent_policy_head=True))
-    assert head_cfg.opponent_policy_head and not plain_cfg.opponent_policy_head
-    plain, head = (models.make_network(c, game.spec) for c in (plain_cfg, head_cfg))
-    variables = head.init(jax.random.PRNGKey(1), obs, train=False)
-    plain_variables = plain.init(jax.random.PRNGKey(1), obs, train=False)
-    params = dict(variables["params"])
-    assert set(params.pop("opponent_policy")) == {"Conv_0", "BatchNorm_0", "Dense_0"}
-    assert jax.tree.structure(params) == jax.tree.structure(plain_variables["params"])  # old checkpoints load
-    assert head.apply(variables, obs, train=False).opponent_policy_logits is None  # the search never pays for it
-    out, _ = head.apply(variables, obs, train=True, mutable=["batch_stats"])
-    assert out.opponent_policy_logits.shape == (2, game.num_actions) and out.opponent_policy_logits.dtype == jnp.float32
-    np.testing.assert_allclose(out.policy_logits, plain.apply(plain_variables, obs, train=True,
-                                                             mutable=["batch_stats"])[0].policy_logits, rtol=1e-5)
-
-
 def test_q_ratio_mixes_the_root_value_into_the_value_target():
     net = FixedNet([[0.0, 0.0], [0.0, 0.0]], [0.5, 0.0])
     batch = TrainingBatch(observation=jnp.zeros((2, 1)), legal_actions=jnp.array([[0, 1], [0, 1]]),
@@ -128,7 +90,7 @@ def test_q_ratio_mixes_the_root_value_into_the_value_target():
         LearnerConfig(q_ratio=1.5)
 
 
-@pytest.mark.parametrize("name", ["value_weight", "wdl_weight", "opponent_policy_weight", "l2"])
+@pytest.mark.parametrize("name", ["value_weight", "wdl_weight", "l2"])
 def test_negative_loss_weights_are_refused(name):
     with pytest.raises(ValueError, match=f"learner.{name} must be >= 0"):
         LearnerConfig(**{name: -0.5})

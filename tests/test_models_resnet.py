@@ -10,7 +10,7 @@ import pytest
 import games
 import models
 from configs.loader import ConfigError, load
-from models.resnet import ResNetConfig, append_parity_plane, append_threat_planes, chess_planes_to_pgx_actions
+from models.resnet import ResNetConfig, chess_planes_to_pgx_actions
 from selfplay.config import SelfPlayConfig
 
 TINY = ResNetConfig(num_blocks=1, filters=8, value_hidden=16)
@@ -111,102 +111,6 @@ def test_value_channels_widen_the_value_head():
 def test_value_channels_below_one_is_one_clear_error():
     with pytest.raises(ValueError, match="value_channels must be >= 1"):
         ResNetConfig(value_channels=0)
-
-
-@pytest.mark.parametrize("name", ["connect_four", "tic_tac_toe"])
-def test_parity_plane_is_the_movers_colour_from_pgx(name):
-    """After random legal plies the appended plane equals pgx's own record of whose colour moves."""
-    game = games.make(name)
-    states = game.init(jax.random.split(jax.random.PRNGKey(0), 16))
-    rng = np.random.default_rng(0)
-    for ply in range(7):
-        obs = append_parity_plane(game.observe(states).astype(jnp.float32))
-        assert obs.shape[-1] == game.observation_shape[-1] + 1
-        colour = np.asarray(states._x.color)  # 0: the side that moved first is to move
-        np.testing.assert_array_equal(np.asarray(obs[..., -1]), np.broadcast_to(colour[:, None, None], obs.shape[:3]))
-        legal = np.asarray(game.legal_mask(states))
-        actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
-        states = game.step(states, jnp.asarray(actions))
-    if name == "connect_four":  # no game ends before the seventh ply, which leaves the second player to move
-        assert np.asarray(states._x.color).tolist() == [1] * 16
-
-
-def test_parity_plane_widens_the_input_conv_and_is_refused_for_chess():
-    spec = games.make("connect_four").spec
-    cfg = models.NetworkConfig(resnet=ResNetConfig(num_blocks=1, filters=8, value_hidden=16, parity_plane=True))
-    params = models.make_network(cfg, spec).init(jax.random.PRNGKey(1), jnp.zeros((1, *spec.observation_shape)))
-    assert any(k.shape == (3, 3, 3, 8) for k in jax.tree.leaves(params["params"]))  # 2 planes + parity
-    with pytest.raises(ValueError, match="parity_plane counts stones"):
-        models.make_network(cfg, games.make("chess").spec)
-
-
-def test_parity_plane_on_chess_is_a_one_line_config_error():
-    root = Path(__file__).resolve().parents[1]
-    with pytest.raises(ConfigError, match="parity_plane: stone parity .* not chess"):
-        load(SelfPlayConfig, root / "configs/chess_cpu.yaml", ["network.resnet.parity_plane=true"])
-    assert load(SelfPlayConfig, root / "configs/connect_four.yaml",
-                ["network.resnet.parity_plane=true"]).network.resnet.parity_plane
-
-
-def _completes_k(board, r, c, k):
-    """Brute force: does a stone of the side marked 1 on (r, c) of `board` [H, W] make k in a row?"""
-    h, w = board.shape
-    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        run = 1
-        for sign in (1, -1):
-            rr, cc = r + sign * dr, c + sign * dc
-            while 0 <= rr < h and 0 <= cc < w and board[rr, cc]:
-                run, rr, cc = run + 1, rr + sign * dr, cc + sign * dc
-        if run >= k:
-            return True
-    return False
-
-
-@pytest.mark.parametrize("name,k", [("connect_four", 4), ("tic_tac_toe", 3)])
-def test_threat_planes_agree_with_brute_force_and_with_pgx_wins(name, k):
-    """On positions from random play: each side's plane marks exactly the empty squares where its stone
-    would make k in a row (a brute-force scan); in connect four, a playable square (a column's lowest
-    empty one) is on the mover's plane exactly when pgx says dropping there wins."""
-    game = games.make(name)
-    step, threats = jax.jit(game.step), jax.jit(append_threat_planes, static_argnums=1)
-    states = game.init(jax.random.split(jax.random.PRNGKey(3), 32))
-    rng = np.random.default_rng(3)
-    checked = 0
-    for _ in range(14):
-        live = ~np.asarray(states.terminated)
-        obs = np.asarray(game.observe(states), np.float32)
-        planes = np.asarray(threats(jnp.asarray(obs), k))
-        assert planes.shape[-1] == obs.shape[-1] + 2
-        for b in np.flatnonzero(live):
-            for side in (0, 1):
-                expected = [[not obs[b, r, c].any() and _completes_k(obs[b, ..., side], r, c, k)
-                             for c in range(obs.shape[2])] for r in range(obs.shape[1])]
-                np.testing.assert_array_equal(planes[b, ..., 2 + side], np.array(expected, np.float32))
-                checked += int(np.sum(expected))
-        if name == "connect_four":
-            for column in range(7):
-                after = step(states, jnp.full(32, column))
-                wins = np.asarray(after.rewards)[np.arange(32), np.asarray(states.current_player)] == 1
-                filled = obs[..., column, :].any(-1).sum(-1)  # stones in the column
-                for b in np.flatnonzero(live & (filled < 6)):
-                    row = np.flatnonzero(~obs[b, :, column].any(-1))  # pgx's empty squares in the column
-                    lowest = row.max()  # pgx row 0 is the top: a stone falls to the largest empty row
-                    assert planes[b, lowest, column, 2] == wins[b], (b, column)
-        legal = np.asarray(game.legal_mask(states))
-        actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal])
-        states = step(states, jnp.asarray(actions))
-    assert checked > 20  # threats occurred: the test saw some
-
-
-def test_threat_planes_widen_the_input_conv_and_are_refused_for_chess():
-    spec = games.make("connect_four").spec
-    cfg = models.NetworkConfig(resnet=ResNetConfig(num_blocks=1, filters=8, value_hidden=16, threat_planes=4,
-                                                   parity_plane=True))
-    params = models.make_network(cfg, spec).init(jax.random.PRNGKey(1), jnp.zeros((1, *spec.observation_shape)))
-    assert any(k.shape == (3, 3, 5, 8) for k in jax.tree.leaves(params["params"]))  # 2 + parity + 2 threats
-    root = Path(__file__).resolve().parents[1]
-    with pytest.raises(ConfigError, match="threat_planes: k-in-a-row .* not chess"):
-        load(SelfPlayConfig, root / "configs/chess_cpu.yaml", ["network.resnet.threat_planes=4"])
 
 
 @pytest.mark.parametrize("game", ["chess", "connect_four"])

@@ -191,43 +191,36 @@ def test_config_rejects_bad_values_with_the_field_name():
     for field, value in [("policy", "alphabeta"), ("q_transform", "x"), ("num_simulations", 0),
                          ("dirichlet_fraction", 1.5), ("temperature", 0.0), ("dirichlet_alpha", -1.0),
                          ("value_scale", -1.0), ("value_scale", 0.0), ("pb_c_base", 0.0), ("pb_c_init", -1.0),
-                         ("maxvisit_init", -1.0), ("gumbel_scale", -0.5), ("fpu_reduction", -0.1),
-                         ("prior_temperature", 0.0)]:
+                         ("maxvisit_init", -1.0), ("gumbel_scale", -0.5), ("fpu_reduction", -0.1)]:
         with pytest.raises(ValueError, match=field):
             SearchConfig(**{field: value})
     assert SearchConfig(gumbel_scale=0.0, pb_c_init=0.0).gumbel_scale == 0.0  # deterministic play, pure prior
 
 
 @pytest.mark.parametrize("policy", ["puct", "gumbel"])
-def test_prior_temperature_flattens_every_node_prior_to_softmax_of_logits_over_t(policy):
-    """Every expanded node's prior (root and interior) is softmax(network logits / T) over its legal
-    moves, computed here with numpy from the network's logits; T = 1 leaves the network's prior."""
+def test_every_node_prior_is_the_softmax_of_the_network_logits_over_its_legal_moves(policy):
+    """Every expanded node's prior (root and interior) is softmax(network logits) over its legal
+    moves, computed here with numpy from the network's logits."""
     logits = np.linspace(-3.0, 3.0, TTT.num_actions).astype(np.float32)  # a sharp prior: cell 8 first
     net = lambda params, obs: (jnp.broadcast_to(jnp.asarray(logits), (obs.shape[0], TTT.num_actions)),
                                jnp.zeros(obs.shape[0]))
     states = TTT.init(jax.random.split(jax.random.PRNGKey(0), 2))
     states = TTT.step(states, jnp.array([4, 0]))  # one mark placed: 8 legal moves at the root
-    for t in (1.0, 2.5):
-        config = SearchConfig(policy=policy, num_simulations=24, root_noise=False, prior_temperature=t,
-                              win_check="none")
-        out, tree = jax.jit(search.make_search(TTT, net, config, return_tree=True))(None, states,
-                                                                                   jax.random.PRNGKey(1))
-        visits, actions = np.asarray(tree.node_visits), np.asarray(tree.embeddings.slot_actions)
-        priors = np.asarray(tree.children_prior_logits)
-        checked = 0
-        for b, node in zip(*np.nonzero(visits)):
-            legal = actions[b, node][actions[b, node] != slots.EMPTY]
-            if legal.size == 0:  # a finished game
-                continue
-            expected = np.exp(logits[legal] / t) / np.exp(logits[legal] / t).sum()
-            got = np.exp(priors[b, node, :legal.size]) / np.exp(priors[b, node, :legal.size]).sum()
-            np.testing.assert_allclose(got, expected, rtol=1e-5)
-            checked += 1
-        assert checked > 10
-        legal = np.asarray(out.slot_actions[0])[:8]
-        root = np.exp(np.asarray(out.prior_logits[0, :8]))
-        np.testing.assert_allclose(root / root.sum(), np.exp(logits[legal] / t) / np.exp(logits[legal] / t).sum(),
-                                   rtol=1e-5)
+    config = SearchConfig(policy=policy, num_simulations=24, root_noise=False, win_check="none")
+    out, tree = jax.jit(search.make_search(TTT, net, config, return_tree=True))(None, states, jax.random.PRNGKey(1))
+    visits, actions = np.asarray(tree.node_visits), np.asarray(tree.embeddings.slot_actions)
+    priors = np.asarray(tree.children_prior_logits)
+    softmax = lambda x: np.exp(x) / np.exp(x).sum()  # noqa: E731
+    checked = 0
+    for b, node in zip(*np.nonzero(visits)):
+        legal = actions[b, node][actions[b, node] != slots.EMPTY]
+        if legal.size == 0:  # a finished game
+            continue
+        np.testing.assert_allclose(softmax(priors[b, node, :legal.size]), softmax(logits[legal]), rtol=1e-5)
+        checked += 1
+    assert checked > 10
+    legal = np.asarray(out.slot_actions[0])[:8]
+    np.testing.assert_allclose(softmax(np.asarray(out.prior_logits[0, :8])), softmax(logits[legal]), rtol=1e-5)
 
 
 def test_slot_tables_gather_and_scatter_round_trip():

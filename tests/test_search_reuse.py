@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_playout_cap import tic_tac_toe_actor
+from local_actor import tic_tac_toe_actor
 from test_search_tree import build_root, random_network, random_states
 
 import games
@@ -173,12 +173,6 @@ def test_actor_carries_the_tree_between_plies():
     seen.clear()
     actor.play(1)
     assert not seen[0][0].any()
-
-
-def test_reuse_refuses_playout_cap_randomization():
-    with pytest.raises(ValueError, match="reuse_tree"):
-        load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
-             ["search.reuse_tree=true", "actors.full_search_fraction=0.5", "actors.fast_simulations=4"])
 
 
 def test_match_play_searches_each_position_afresh():

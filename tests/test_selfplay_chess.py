@@ -11,7 +11,7 @@ import chess.pgn
 import jax
 import jax.numpy as jnp
 import numpy as np
-from test_playout_cap import local_actor
+from local_actor import local_actor
 
 import games
 from configs.loader import load

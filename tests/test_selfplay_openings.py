@@ -10,7 +10,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_playout_cap import tic_tac_toe_actor
+from local_actor import tic_tac_toe_actor
 
 import games
 from actors.config import ActorConfig

@@ -1,0 +1,114 @@
+"""Input features a game defines beside pgx's observation: extra planes a network reads, chosen by
+name in `network.input_features` (models/network.py appends them for any network family).
+
+    features.check(("parity", "threats"), "connect_four")                 # ValueError: one line
+    features.num_planes(("parity", "threats"), "connect_four")            # 3
+    x = features.append(("parity", "threats"), "connect_four", obs)       # [B, 6, 7, 2 + 3] float32
+
+Each feature is a function of the observation alone (jit-able, batched), so the search, the learner,
+the arena and the evaluator all see the same planes; the planes come after pgx's, in the list's order.
+
+  parity   1 plane: (stones on the board) mod 2, every square. In a game where every move adds one
+           stone it says whether the side to move moved first, which pgx's two-plane observation
+           (mine, theirs) leaves the network to count; connect four's threat parity turns on it.
+  threats  2 planes: the empty squares where the mover's / the opponent's next stone would make the
+           game's line (connect four: 4 in a row, tic-tac-toe: 3), playable now or not: the threats of
+           Allis's connect-four analysis, given to the network as KataGo gives Go networks its ladder
+           and liberty features.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+
+# games whose observation is two stone planes (the mover's, the opponent's) and whose every move adds
+# one stone, with the line that wins
+IN_A_ROW = {"connect_four": 4, "tic_tac_toe": 3}
+
+
+@dataclasses.dataclass(frozen=True)
+class Feature:
+    """One game's definition of a named feature."""
+
+    planes: int  # planes it appends
+    compute: Callable[[jax.Array], jax.Array]  # observation [B, H, W, C] float32 -> [B, H, W, planes]
+
+
+def stone_parity(obs: jax.Array) -> jax.Array:
+    """obs [B, H, W, C] of 0 / 1 stone planes -> [B, H, W, 1]: (the sum of obs) mod 2 on every square."""
+    parity = jnp.mod(jnp.sum(obs, axis=(1, 2, 3)), 2.0)
+    return jnp.broadcast_to(parity[:, None, None, None], obs.shape[:3] + (1,))
+
+
+def _shifted(plane, dr: int, dc: int):
+    """plane [B, H, W] -> out with out[r, c] = plane[r + dr, c + dc], 0 off the board."""
+    h, w = plane.shape[1:]
+    padded = jnp.pad(plane, ((0, 0), (abs(dr),) * 2, (abs(dc),) * 2))
+    return padded[:, abs(dr) + dr:abs(dr) + dr + h, abs(dc) + dc:abs(dc) + dc + w]
+
+
+def line_threats(stones, empty, k: int):
+    """stones, empty [B, H, W] of 0 / 1 -> [B, H, W]: 1 on each empty square that completes k of
+    `stones` in a row (any of the four directions) when a stone is put there."""
+    threat = jnp.zeros_like(stones)
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        for gap in range(k):  # where the empty square sits in the line of k
+            line = empty
+            for i in range(k):
+                if i != gap:
+                    line = line * _shifted(stones, (i - gap) * dr, (i - gap) * dc)
+            threat = jnp.maximum(threat, line)
+    return threat
+
+
+def threat_planes(obs: jax.Array, k: int) -> jax.Array:
+    """obs [B, H, W, C >= 2] (planes 0 / 1: the mover's stones, the opponent's) -> [B, H, W, 2]: the
+    mover's and the opponent's k-in-a-row threats (line_threats)."""
+    mine, theirs = obs[..., 0], obs[..., 1]
+    empty = 1.0 - jnp.clip(mine + theirs, 0.0, 1.0)
+    return jnp.stack([line_threats(mine, empty, k), line_threats(theirs, empty, k)], axis=-1)
+
+
+# feature name -> game -> its definition there
+FEATURES: dict[str, dict[str, Feature]] = {
+    "parity": {game: Feature(1, stone_parity) for game in IN_A_ROW},
+    "threats": {game: Feature(2, functools.partial(threat_planes, k=k)) for game, k in IN_A_ROW.items()},
+}
+
+
+def of(game: str) -> tuple[str, ...]:
+    """The feature names `game` defines."""
+    return tuple(name for name, games in FEATURES.items() if game in games)
+
+
+def check(names: Sequence[str], game: str) -> None:
+    """Raises one ValueError line naming the first feature `game` does not define (or a repeat)."""
+    for i, name in enumerate(names):
+        if name not in FEATURES:
+            raise ValueError(f"network.input_features: unknown feature {name!r} (known: {', '.join(FEATURES)})")
+        if game not in FEATURES[name]:
+            theirs = ", ".join(FEATURES[name])
+            raise ValueError(f"network.input_features: {name!r} is a feature of {theirs}, not {game} "
+                             f"({game}'s: {', '.join(of(game)) or 'none'})")
+        if name in names[:i]:
+            raise ValueError(f"network.input_features: {name!r} is listed twice")
+
+
+def num_planes(names: Sequence[str], game: str) -> int:
+    """Planes `names` append to `game`'s observation."""
+    check(names, game)
+    return sum(FEATURES[name][game].planes for name in names)
+
+
+def append(names: Sequence[str], game: str, obs: jax.Array) -> jax.Array:
+    """obs [B, H, W, C] -> float32 [B, H, W, C + num_planes]: the observation, then each feature's
+    planes in the order of `names`, each computed from the observation alone."""
+    x = obs.astype(jnp.float32)
+    if not names:
+        return x
+    check(names, game)
+    return jnp.concatenate([x] + [FEATURES[name][game].compute(x).astype(jnp.float32) for name in names], axis=-1)
