@@ -102,7 +102,7 @@ class TrainConfig:
     checkpoint_every: int = 500  # steps between saves of the training state (resume continues from the last)
     log_every: int = 50  # steps between TensorBoard scalars
     progress: bool = True  # rich progress bar
-    seed: int = 0
+    seed: int = 0  # network initialisation and batch order
 
     def __post_init__(self):
         check_choices(self)
@@ -123,7 +123,7 @@ class EvaluateConfig:
     puzzles: str = "puzzles/lichess_puzzles_themed.csv"  # relative to the data dir
     max_puzzles: int = 1000  # puzzles evaluated (first N of the file)
     out: str = ""  # JSON path ("" -> <net or train.out_dir>/eval_<player>.json); every report is also appended to the .jsonl beside it
-    seed: int = 0
+    seed: int = 0  # board and puzzle sampling
 
     def __post_init__(self):
         check_at_least(self, 0, "max_boards", "max_puzzles", "seed", prefix="evaluate.")
@@ -144,7 +144,7 @@ class WarmStartConfig:
     max_boards: int = 0  # training boards read (0: all of the train split)
     log_every: int = 100  # steps between printed losses
     progress: bool = True  # print the losses
-    seed: int = 0
+    seed: int = 0  # network initialisation and batch order
     # data parallelism: each batch split over this many devices, the state replicated
     # (learner/parallel.py; 0: all of jax.devices())
     devices: int = 0

@@ -38,7 +38,7 @@ class EvaluationConfig:
     engines: Optional[tuple[str, ...]] = None
     mate_puzzles: int = 25  # chess: mateIn1 and mateIn2 puzzles solved by the search and by the raw policy
     num_cpus: float = 1.0  # Ray resources of the evaluator actor (a cluster gives it its own)
-    num_gpus: float = 0.0
+    num_gpus: float = 0.0  # GPUs of the evaluator actor (its searches are a few positions at a time: the CPU serves)
 
     def __post_init__(self):
         check_at_least(self, 0, "random_plies", "num_cpus", "num_gpus", prefix="evaluation.")
