@@ -45,14 +45,9 @@ class Batch(Protocol):
 
 
 def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
-    """Piecewise-constant schedule: lr_values[i] from lr_boundaries[i - 1] on, scaled by a linear
-    warm-up from 1/lr_warmup_steps to 1 over the first lr_warmup_steps steps (step counts from 0)."""
+    """Piecewise-constant schedule: lr_values[i] from lr_boundaries[i - 1] on."""
     scales = {b: cfg.lr_values[i + 1] / cfg.lr_values[i] for i, b in enumerate(cfg.lr_boundaries)}
-    stepped = optax.piecewise_constant_schedule(cfg.lr_values[0], scales)
-    if not cfg.lr_warmup_steps:
-        return stepped
-    warmup = optax.linear_schedule(1.0 / cfg.lr_warmup_steps, 1.0, cfg.lr_warmup_steps - 1)
-    return lambda step: stepped(step) * warmup(step)
+    return optax.piecewise_constant_schedule(cfg.lr_values[0], scales)
 
 
 def make_optimizer(cfg: LearnerConfig) -> optax.GradientTransformation:

@@ -133,14 +133,6 @@ def test_piecewise_schedule():
                                [0.2, 0.2, 0.02, 0.02, 0.002, 0.0002, 0.0002], rtol=1e-5)
 
 
-def test_warmup_rises_linearly_then_follows_the_steps():
-    """Step k of a 4-step warm-up runs at (k + 1) / 4 of the stepped rate; the stages keep their
-    boundaries (a joined schedule would shift them by the warm-up)."""
-    sched = learning_rate(LearnerConfig(lr_values=(0.2, 0.02), lr_boundaries=(10,), lr_warmup_steps=4))
-    np.testing.assert_allclose([sched(s) for s in (0, 1, 2, 3, 4, 9, 10)],
-                               [0.05, 0.1, 0.15, 0.2, 0.2, 0.2, 0.02], rtol=1e-5)
-
-
 def test_checkpoint_restores_state_exactly(tmp_path):
     game, net, batch = ttt_setup()
     cfg = LearnerConfig(batch_size=32)
