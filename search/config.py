@@ -102,7 +102,7 @@ class SearchConfig:
         in-run evaluator, the benches): no root noise (Dirichlet or Gumbel), the most visited move
         (temperature_plies 0), each position searched afresh (reuse_tree off: the tree carry is the
         self-play actor's), forced results looked for at every node (win_check "tree"; measured
-        in docs/experiments/2026-11-23-forced-results-mate-puzzles.md). Every other field is the network's own."""
+        in docs/experiments/2026-11-27-play-search.md). Every other field is the network's own."""
         return dataclasses.replace(self, root_noise=False, gumbel_scale=0.0, temperature_plies=0,
                                    reuse_tree=False, win_check=PLAY_WIN_CHECK)
 
