@@ -40,13 +40,13 @@ selfplay: $(STAMP)
 # start-ups). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: $(STAMP) stockfish lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=15 $(ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" $(ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow" $(ARGS)
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(PY) $$b; done

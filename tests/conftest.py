@@ -26,8 +26,8 @@ TWO_DEVICE_CHECKS = {}  # name -> script, registered by the test modules that ne
 @pytest.fixture(scope="session")
 def two_device_checks(tmp_path_factory) -> dict:
     """Every registered two-device check, run once in ONE fresh interpreter (two CPU devices need
-    XLA_FLAGS before JAX starts): name -> "ok" or the check's traceback. The tests that use it carry
-    `pytest.mark.xdist_group("two_devices")`, so with `--dist loadgroup` they share one run."""
+    XLA_FLAGS before JAX starts): name -> "ok" or the check's traceback. The tests that use it share
+    one xdist worker (SHARED_SCOPES), so the run happens once."""
     import json
     import subprocess
     import sys
@@ -52,3 +52,33 @@ def two_device_checks(tmp_path_factory) -> dict:
     found = dict(json.loads(line) for line in result.stdout.splitlines() if line.startswith('["'))
     return {name: found.get(name, f"no result (exit {result.returncode}): {result.stderr[-3000:]}")
             for name in checks}
+
+
+# Tests that must share one xdist worker: a module whose expensive module fixture would otherwise be
+# built on both workers, and the tests of one session fixture. Every other test is its own unit, as
+# with --dist load. (pytest-xdist's own xdist_group marks are lost under pytest 9: it renames node
+# ids through an attribute pytest no longer reads.)
+SHARED_SCOPES = {
+    "tests/test_chess_rules.py": "chess_rules",  # 200 games stepped against python-chess, ~35 s
+    "tests/test_warm_start.py": "warm_start",  # a distilled network trained once
+    "tests/test_distill_students.py": "distill_students",  # six students trained once
+    "tests/test_arena_network_agents.py": "arena_network_agents",
+    "tests/test_learner_parallel.py::test_two_device_learner_trains_as_one_device_learner": "two_devices",
+    "tests/test_distill_parallel.py::test_two_device_step_equals_one_device_step": "two_devices",
+}
+
+
+def shared_scope(nodeid: str) -> str:
+    """The scheduling unit of a test: its SHARED_SCOPES entry (by test, then by module), else itself."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_SCOPES.get(nodeid.split("[", 1)[0], SHARED_SCOPES.get(module, nodeid))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_scope(nodeid)
+
+    return SharedScopeScheduling(config, log)

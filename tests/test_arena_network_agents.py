@@ -13,8 +13,7 @@ from configs.paths import data_file
 from games import chess_bridge
 from models import NetworkConfig, ResNetConfig, checkpoint, make_network
 
-# the module fixture is built once: its tests share one xdist worker (make test: --dist loadgroup)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_arena_network_agents")]
+pytestmark = pytest.mark.slow
 
 
 def _save_network(directory, metadata=None):

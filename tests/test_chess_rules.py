@@ -23,9 +23,6 @@ import pytest
 import games
 from games import chess_bridge as cb
 
-# the module fixture is built once: its tests share one xdist worker (make test: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_chess_rules")
-
 N_GAMES = 200
 MAX_PLIES = 512
 SEED = 20261122

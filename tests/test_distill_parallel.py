@@ -7,7 +7,6 @@ Two CPU devices need XLA_FLAGS before jax starts, so the check runs in a fresh i
 import textwrap
 from pathlib import Path
 
-import pytest
 from conftest import TWO_DEVICE_CHECKS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +87,5 @@ CHECK = textwrap.dedent("""
 TWO_DEVICE_CHECKS["distill"] = CHECK
 
 
-@pytest.mark.xdist_group("two_devices")
 def test_two_device_step_equals_one_device_step(two_device_checks):
     assert two_device_checks["distill"] == "ok", two_device_checks["distill"]

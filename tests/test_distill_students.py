@@ -21,9 +21,6 @@ from distill.evaluate import evaluate, puzzle_metrics
 from models import checkpoint as model_checkpoint
 from models.network import make_model
 
-# the module fixture is built once: its tests share one xdist worker (make test: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_distill_students")
-
 TINY = StudentConfig(num_bins=16, embedding_dim=16, num_layers=1, num_heads=2, widening_factor=2)
 BOARDS = [
     chess.Board(),

@@ -83,7 +83,6 @@ CHECK = textwrap.dedent("""
 TWO_DEVICE_CHECKS["learner"] = CHECK
 
 
-@pytest.mark.xdist_group("two_devices")
 def test_two_device_learner_trains_as_one_device_learner(two_device_checks):
     assert two_device_checks["learner"] == "ok", two_device_checks["learner"]
 

@@ -17,9 +17,6 @@ from games.chess_bridge import fen_to_state, uci_to_pgx_action
 from selfplay.config import SelfPlayConfig
 from selfplay.run import RunError, initial_state
 
-# the module fixture is built once: its tests share one xdist worker (make test: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_warm_start")
-
 # (FEN, the move the records call best): a mate in one for each side and two quiet positions
 BOARDS = [("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "a1a8"),
           ("r5k1/5ppp/8/8/8/8/5PPP/6K1 b - - 0 1", "a8a1"),
