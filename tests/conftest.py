@@ -74,6 +74,7 @@ def shared_scope(nodeid: str) -> str:
     return SHARED_SCOPES.get(nodeid.split("[", 1)[0], SHARED_SCOPES.get(module, nodeid))
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent with -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
