@@ -24,51 +24,37 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ResNetConfig(num_blocks=1, filters=8, value_hidden=16)
 
 
-# -- the former implementation (models/resnet.py until the features moved to games/), the reference ----
-def old_append_parity_plane(x):
-    """x [B, H, W, C] of 0 / 1 stone planes -> [B, H, W, C + 1], the last plane (sum of x) mod 2."""
-    parity = jnp.mod(jnp.sum(x, axis=(1, 2, 3)), 2.0)
-    return jnp.concatenate([x, jnp.broadcast_to(parity[:, None, None, None], x.shape[:3] + (1,))], axis=-1)
-
-
-def _old_shifted(plane, dr: int, dc: int):
-    """plane [B, H, W] -> out with out[r, c] = plane[r + dr, c + dc], 0 off the board."""
-    h, w = plane.shape[1:]
-    padded = jnp.pad(plane, ((0, 0), (abs(dr),) * 2, (abs(dc),) * 2))
-    return padded[:, abs(dr) + dr:abs(dr) + dr + h, abs(dc) + dc:abs(dc) + dc + w]
-
-
-def old_line_threats(stones, empty, k: int):
-    """stones, empty [B, H, W] of 0 / 1 -> [B, H, W]: 1 on each empty square that completes k of
-    `stones` in a row (any of the four directions) when a stone is put there."""
-    threat = jnp.zeros_like(stones)
+# -- the reference: what the former ResNet fed its first convolution, computed by brute force --------
+def _completes_k(board, r, c, k):
+    """Brute force: does a stone of the side marked 1 on (r, c) of `board` [H, W] make k in a row?"""
+    h, w = board.shape
     for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        for gap in range(k):  # where the empty square sits in the line of k
-            line = empty
-            for i in range(k):
-                if i != gap:
-                    line = line * _old_shifted(stones, (i - gap) * dr, (i - gap) * dc)
-            threat = jnp.maximum(threat, line)
-    return threat
-
-
-def old_append_threat_planes(x, k: int):
-    """x [B, H, W, C >= 2] (planes 0 / 1: the mover's stones, the opponent's) -> [B, H, W, C + 2] with the mover's and
-    the opponent's k-in-a-row threats (line_threats) appended."""
-    mine, theirs = x[..., 0], x[..., 1]
-    empty = 1.0 - jnp.clip(mine + theirs, 0.0, 1.0)
-    return jnp.concatenate([x, old_line_threats(mine, empty, k)[..., None],
-                            old_line_threats(theirs, empty, k)[..., None]], axis=-1)
+        run = 1
+        for sign in (1, -1):
+            rr, cc = r + sign * dr, c + sign * dc
+            while 0 <= rr < h and 0 <= cc < w and board[rr, cc]:
+                run, rr, cc = run + 1, rr + sign * dr, cc + sign * dc
+        if run >= k:
+            return True
+    return False
 
 
 def old_resnet_input(obs, parity_plane: bool, threat_planes: int):
-    """What the former ResNet fed its first convolution (parity first: it counted every plane's stones)."""
-    x = obs.astype(jnp.float32)
+    """The former ResNet's input (its parity_plane, then threat_planes=k), by a brute-force scan:
+    pgx's planes, (stones on the board) mod 2, then the empty squares where the mover's / the
+    opponent's stone would make k in a row."""
+    x = np.asarray(obs, np.float32)
+    planes = [x]
     if parity_plane:
-        x = old_append_parity_plane(x)
+        parity = np.mod(x.sum(axis=(1, 2, 3)), 2.0)
+        planes.append(np.broadcast_to(parity[:, None, None, None], x.shape[:3] + (1,)))
     if threat_planes:
-        x = old_append_threat_planes(x, threat_planes)
-    return x
+        empty = ~x[..., :2].any(-1)
+        for side in (0, 1):
+            planes.append(np.array([[[[float(empty[b, r, c] and _completes_k(x[b, ..., side], r, c, threat_planes))]
+                                      for c in range(x.shape[2])] for r in range(x.shape[1])]
+                                    for b in range(x.shape[0])], np.float32))
+    return jnp.asarray(np.concatenate(planes, axis=-1))
 
 
 def random_positions(name: str, batch: int, plies: int, seed: int) -> list[np.ndarray]:
@@ -91,7 +77,7 @@ def test_connect_four_planes_equal_the_former_resnet_input_on_random_positions()
     parity_plane: true and threat_planes: 4, on 48 games of random play over every ply (and on random
     stone patterns, legal or not), bit for bit."""
     new = jax.jit(lambda obs: features.append(("parity", "threats"), "connect_four", obs))
-    old = jax.jit(lambda obs: old_resnet_input(obs, True, 4))
+    old = lambda obs: old_resnet_input(obs, True, 4)  # noqa: E731
     positions = random_positions("connect_four", 48, 42, seed=5)
     patterns = jax.random.bernoulli(jax.random.PRNGKey(2), 0.35, (64, 6, 7, 2))
     for obs in positions + [np.asarray(patterns & ~patterns[..., ::-1])]:  # never both stones on a square
@@ -139,20 +125,6 @@ def test_parity_is_the_movers_colour_from_pgx(name):
         states = game.step(states, jnp.asarray(actions))
     if name == "connect_four":  # no game ends before the seventh ply, which leaves the second player to move
         assert np.asarray(states._x.color).tolist() == [1] * 16
-
-
-def _completes_k(board, r, c, k):
-    """Brute force: does a stone of the side marked 1 on (r, c) of `board` [H, W] make k in a row?"""
-    h, w = board.shape
-    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        run = 1
-        for sign in (1, -1):
-            rr, cc = r + sign * dr, c + sign * dc
-            while 0 <= rr < h and 0 <= cc < w and board[rr, cc]:
-                run, rr, cc = run + 1, rr + sign * dr, cc + sign * dc
-        if run >= k:
-            return True
-    return False
 
 
 @pytest.mark.parametrize("name,k", [("connect_four", 4), ("tic_tac_toe", 3)])
