@@ -206,17 +206,16 @@ def _check_local_gpus(cfg: SelfPlayConfig) -> None:
 
 
 @contextlib.contextmanager
-def _quiet_loggers(*names: str):
-    """Only warnings (or errors) from the loggers `names` while the block runs."""
-    loggers = [logging.getLogger(n) for n in names]
-    levels = [logger.level for logger in loggers]
-    for logger, level in zip(loggers, levels):
-        logger.setLevel(max(level, logging.ERROR if "authentication" in logger.name else logging.WARNING))
+def _quiet_loggers(levels: dict[str, int]):
+    """Logger name -> the lowest level it emits while the block runs (never lower than it had)."""
+    saved = {name: logging.getLogger(name).level for name in levels}
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(max(saved[name], level))
     try:
         yield
     finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
@@ -229,7 +228,8 @@ def _init_ray(cfg: SelfPlayConfig, address: str | None) -> bool:
         else:  # "local": a new instance even where `ray start` (or a test's Cluster) left a current cluster
             # Ray's notices at every start: "Started a local Ray instance", and that a local instance
             # uses token authentication (its default)
-            with _quiet_loggers("ray._private.worker", "ray._private.authentication.authentication_token_setup"):
+            with _quiet_loggers({"ray._private.worker": logging.WARNING,
+                                 "ray._private.authentication.authentication_token_setup": logging.ERROR}):
                 ray.init(address="local", num_cpus=cfg.ray_num_cpus, include_dashboard=False, log_to_driver=True,
                          object_store_memory=cfg.ray_object_store_mb * 1024 * 1024)
     stop_on_signals()  # after ray.init, whose own handler exits at once
