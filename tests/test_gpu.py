@@ -171,6 +171,7 @@ def test_train_ratio_counts_this_sessions_samples_per_position():
 
 
 def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F811
+    import jax
     import jax.numpy as jnp
     from local_actor import local_actor
 
@@ -182,13 +183,14 @@ def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F8
     assert report.positions == 6 and all(len(log.actions) == 3 for log in actor.logs)
     assert all(log.policy[0].sum() == pytest.approx(1.0, abs=1e-5) for log in actor.logs)
     from games import packing
+    init, step, observe = jax.jit(game.init), jax.jit(game.step), jax.jit(game.observe)  # not op by op
     for log in actor.logs:  # the packed observations the actor logged are pgx's own, replayed from the key
-        state = game.init(jnp.asarray(log.init_key)[None])
+        state = init(jnp.asarray(log.init_key)[None])
         for t, action in enumerate(log.actions):
             logged = packing.unpack(packing.from_bytes([log.obs[t]], game.spec.observation_shape),
                                     game.spec.observation_shape, np.float32)
-            np.testing.assert_array_equal(logged, np.asarray(game.observe(state)))
-            state = game.step(state, jnp.asarray([action]))
+            np.testing.assert_array_equal(logged, np.asarray(observe(state)))
+            state = step(state, jnp.asarray([action]))
 
 
 def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monkeypatch, tmp_path):

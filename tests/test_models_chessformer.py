@@ -210,10 +210,11 @@ def test_bfloat16_compute_shares_the_float32_parameters_and_keeps_float32_output
     squares = jax.random.bernoulli(jax.random.PRNGKey(0), 0.1, (3, 64, 112)).astype(jnp.float32)
     nets = {dt: Chessformer(ChessformerConfig(input_features=112, position_encoding=encoding, compute_dtype=dt, **TINY))
             for dt in ("float32", "bfloat16")}
-    params = nets["float32"].init(jax.random.PRNGKey(1), squares)
-    bf16_params = nets["bfloat16"].init(jax.random.PRNGKey(1), squares)
+    # jitted: one compile per function (kept by the persistent cache) instead of one per op
+    params = jax.jit(nets["float32"].init)(jax.random.PRNGKey(1), squares)
+    bf16_params = jax.eval_shape(nets["bfloat16"].init, jax.random.PRNGKey(1), squares)
     assert jax.tree.map(lambda a: (a.shape, a.dtype), params) == jax.tree.map(lambda a: (a.shape, a.dtype), bf16_params)
-    full, half = (nets[dt].apply(params, squares) for dt in ("float32", "bfloat16"))
+    full, half = (jax.jit(nets[dt].apply)(params, squares) for dt in ("float32", "bfloat16"))
     for a, b in zip(full[:3], half[:3]):  # policy logits, value, WDL
         assert b.dtype == jnp.float32
         legal = np.asarray(a) > ap.NEVER_LOGIT / 2  # the filler logit is -1e9 in both
@@ -231,5 +232,5 @@ def test_bfloat16_compute_shares_the_float32_parameters_and_keeps_float32_output
         out = nets["bfloat16"].apply(p, squares)
         return jnp.mean(out.value) + jnp.mean(jax.nn.log_softmax(out.policy_logits)[:, :10])
 
-    grads = jax.grad(loss)(params)
+    grads = jax.jit(jax.grad(loss))(params)
     assert all(g.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))

@@ -124,11 +124,12 @@ def test_bfloat16_compute_keeps_float32_parameters_and_outputs(game):
                for dt in ("float32", "bfloat16")}
     nets = {dt: models.make_network(cfg, spec) for dt, cfg in configs.items()}
     obs = jax.random.bernoulli(jax.random.PRNGKey(0), 0.3, (4, *spec.observation_shape)).astype(jnp.float32)
-    variables = nets["float32"].init(jax.random.PRNGKey(1), obs)
-    bf16_variables = nets["bfloat16"].init(jax.random.PRNGKey(1), obs)
+    # jitted: one compile per function (kept by the persistent cache) instead of one per op
+    variables = jax.jit(nets["float32"].init)(jax.random.PRNGKey(1), obs)
+    bf16_variables = jax.eval_shape(nets["bfloat16"].init, jax.random.PRNGKey(1), obs)
     assert jax.tree.map(lambda a: (a.shape, a.dtype), bf16_variables) == \
         jax.tree.map(lambda a: (a.shape, a.dtype), variables)  # one checkpoint format for both
-    full, half = (nets[dt].apply(variables, obs) for dt in ("float32", "bfloat16"))
+    full, half = (jax.jit(nets[dt].apply)(variables, obs) for dt in ("float32", "bfloat16"))
     for a, b in zip(full[:3], half[:3]):  # policy logits, value, WDL
         assert b.dtype == jnp.float32
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=0.05 * float(jnp.abs(a).max()) + 0.02)
@@ -140,7 +141,7 @@ def test_bfloat16_compute_keeps_float32_parameters_and_outputs(game):
         out, updates = nets["bfloat16"].apply({**variables, "params": params}, obs, train=True, mutable=["batch_stats"])
         return jnp.mean(out.value ** 2) + jnp.mean(jax.nn.logsumexp(out.policy_logits, -1)), updates
 
-    grads, updates = jax.grad(loss, has_aux=True)(variables["params"])
+    grads, updates = jax.jit(jax.grad(loss, has_aux=True))(variables["params"])
     assert all(g.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
     # a training step's BatchNorm update keeps float32 statistics (and moves them)
     stats, old = jax.tree.leaves(updates["batch_stats"]), jax.tree.leaves(variables["batch_stats"])
