@@ -140,7 +140,7 @@ def close_agents() -> None:
 def _init_worker() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # share compiled searches across workers
-        from configs.runtime import enable_compilation_cache
+        from runtime.jax_cache import enable_compilation_cache
         enable_compilation_cache()
     # Pool workers leave through os._exit, which skips atexit; Finalize still runs.
     multiprocessing.util.Finalize(None, close_agents, exitpriority=10)

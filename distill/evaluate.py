@@ -100,7 +100,7 @@ def make_player(cfg):
 
 def evaluate(cfg, show_progress: bool = True) -> dict:
     """Runs all metrics for `cfg.evaluate`; writes and returns the JSON report."""
-    from configs.paths import data_file
+    from runtime.data import data_file
 
     e = cfg.evaluate
     student = e.player == "student"

@@ -44,12 +44,14 @@ import games
 import models
 from actors.selfplay_actor import SelfPlayActor
 from configs.loader import ConfigError, to_dict, upgrade
-from configs.runtime import forks_quietly, pin_threads, raise_if_stop_requested, stop_on_signals
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
 from models import checkpoint as network_checkpoint
 from replay.buffer import ReplayBuffer
 from replay.record import RecordError, SchemaError, decode
+from runtime.cpus import pin_threads
+from runtime.forking import forks_quietly
+from runtime.signals import raise_if_stop_requested, stop_on_signals
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.evaluator import EvaluatorHandle

@@ -5,7 +5,7 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-from configs.runtime import enable_compilation_cache  # noqa: E402
+from runtime.jax_cache import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache()
 

@@ -14,12 +14,12 @@ import pytest
 from arena import make_agent, winprob
 from arena.student_agents import completes_threefold
 from arena.suites.puzzles import Puzzle, solve_puzzle
-from configs import runtime
 from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
 from distill.evaluate import evaluate, puzzle_metrics
 from models import checkpoint as model_checkpoint
 from models.network import make_model
+from runtime import signals
 
 TINY = StudentConfig(num_bins=16, embedding_dim=16, num_layers=1, num_heads=2, widening_factor=2)
 BOARDS = [
@@ -331,10 +331,10 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     assert resumed["steps"] == 8 and resumed["new_steps"] == 2  # resumed from the step-6 state
     assert resumed["total_seconds"] >= first["seconds"] + resumed["seconds"] - 1e-6
     # a signal whose KeyboardInterrupt a gc callback swallowed still stops the loop at its next step
-    runtime._stop_requested = True
+    signals._stop_requested = True
     with pytest.raises(KeyboardInterrupt):
         train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=12)))
-    assert not runtime._stop_requested
+    assert not signals._stop_requested
     # max_seconds is the run's budget over all sittings: one already spent trains no further
     spent = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=20,
                                                                max_seconds=first["seconds"] / 2))

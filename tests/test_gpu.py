@@ -82,7 +82,7 @@ print(code, os.environ["XLA_CLIENT_MEM_FRACTION"], os.environ["XLA_PYTHON_CLIENT
     assert "this machine has 0" in out.stderr  # the chess_gpu preset on this CPU machine: one line, exit 2
     import jax.numpy as jnp
     jnp.zeros(1).block_until_ready()  # in this test process JAX runs already: too late to set anything
-    from configs.runtime import share_driver_gpu
+    from runtime.gpu_memory import share_driver_gpu
     assert share_driver_gpu(ROOT / "configs/chess_gpu.yaml") == {}
 
 

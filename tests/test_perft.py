@@ -11,8 +11,8 @@ import jax
 import numpy as np
 import pgx
 
-from configs.paths import data_file
 from games import chess_bridge as cb
+from runtime.data import data_file
 
 CHUNK = 512
 # Positions also searched to depth 4: castling both ways, promotions, en passant, discovered

@@ -16,7 +16,7 @@ from pgx.experimental.chess import to_fen
 
 import games
 import search
-from configs.paths import data_file
+from runtime.data import data_file
 from search import SearchConfig, slots
 
 CHESS = games.make("chess")
