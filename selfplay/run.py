@@ -43,6 +43,7 @@ import yaml
 import games
 import models
 from actors.selfplay_actor import SelfPlayActor
+from arena.play import append_pgn
 from configs.loader import ConfigError, to_dict, upgrade
 from learner.checkpoint import Checkpointer
 from learner.train import TrainState, init_train_state
@@ -249,8 +250,7 @@ def _append_pgn(run_dir: Path, frame: bytes) -> None:
         record.actions.tolist(), result=result,
         headers={"Event": "zerochess self-play", "Round": record.game_id, "Termination": record.termination,
                  "White": f"zerochess v{record.param_versions[0]}", "Black": f"zerochess v{record.param_versions[1]}"})
-    with open(run_dir / "games.pgn", "a") as f:
-        print(game, file=f, end="\n\n")
+    append_pgn(run_dir / "games.pgn", game)
 
 
 def _variables(state: TrainState) -> dict:
