@@ -42,9 +42,12 @@ def main(argv=None) -> int:
         return 2
     from runtime.jax_cache import enable_compilation_cache
     enable_compilation_cache()  # the driver's and (through the environment) the actors' compiles
+    # heavy imports only once the config is valid
     from learner.checkpoint import CheckpointError
     from replay.record import RecordError
-    from selfplay.run import RunError, run, start_error_line  # heavy imports only once the config is valid
+    from selfplay.errors import RunError
+    from selfplay.prepare import start_error_line
+    from selfplay.run import run
 
     try:
         summary = run(cfg, resume=args.resume, ray_address=args.ray_address,

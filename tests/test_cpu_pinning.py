@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from selfplay.run import cpu_plan
+from selfplay.cluster import cpu_plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
