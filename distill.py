@@ -21,9 +21,9 @@ from distill.config import DistillConfig
 
 
 def _annotate(cfg: DistillConfig) -> dict:
-    from configs.paths import data_file
     from distill.annotate import annotate
     from distill.boards import puzzle_ids, sample_boards
+    from runtime.data import data_file
 
     a = cfg.annotate
     sources = [data_file(p) for p in (*a.pgn, *a.positions)]
@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load(DistillConfig, args.config, args.set)
-        from configs.runtime import enable_compilation_cache, expose_cpu_cores
+        from runtime.cpus import expose_cpu_cores
+        from runtime.jax_cache import enable_compilation_cache
         if args.command == "train":
             expose_cpu_cores()  # train.devices=0 then splits each batch over the cores
         enable_compilation_cache()
@@ -84,6 +85,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from configs.runtime import stop_on_signals
+    from runtime.signals import stop_on_signals
     stop_on_signals()
     sys.exit(main())

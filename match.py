@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     from configs.loader import ConfigError
     if args.suite:
         if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in args.players):
-            from configs.runtime import enable_compilation_cache
+            from runtime.jax_cache import enable_compilation_cache
             os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache()
         try:
             return run_suites(args)
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(args)
         if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in cfg.players):
-            from configs.runtime import enable_compilation_cache
+            from runtime.jax_cache import enable_compilation_cache
             os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache()  # for workers too
         summary = run_match(cfg, progress=not args.no_progress)
     except ConfigError as e:

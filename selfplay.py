@@ -31,7 +31,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from configs.runtime import share_driver_gpu
+    from runtime.gpu_memory import share_driver_gpu
     share_driver_gpu(args.config, args.overrides)  # before pgx (imported with the config) starts JAX's GPU backend
     from configs.loader import ConfigError, load
     from selfplay.config import SelfPlayConfig
@@ -40,11 +40,14 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"selfplay.py: config error: {e}", file=sys.stderr)
         return 2
-    from configs.runtime import enable_compilation_cache
+    from runtime.jax_cache import enable_compilation_cache
     enable_compilation_cache()  # the driver's and (through the environment) the actors' compiles
+    # heavy imports only once the config is valid
     from learner.checkpoint import CheckpointError
     from replay.record import RecordError
-    from selfplay.run import RunError, run, start_error_line  # heavy imports only once the config is valid
+    from selfplay.errors import RunError
+    from selfplay.prepare import start_error_line
+    from selfplay.run import run
 
     try:
         summary = run(cfg, resume=args.resume, ray_address=args.ray_address,

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     from arena.uci_engine import UciEngine
     try:
         if args.agent.strip().lower().startswith(("mcts", "policy", "av", "sv", "bc")):
-            from configs.runtime import enable_compilation_cache
+            from runtime.jax_cache import enable_compilation_cache
             enable_compilation_cache()  # the first search compiles; later runs reuse it
         agent = make_agent(args.agent)
     except (ValueError, FileNotFoundError) as e:

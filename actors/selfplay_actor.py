@@ -31,9 +31,9 @@ import models
 import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
-from configs.runtime import pin_threads
 from games import packing
 from replay.record import GameRecord, encode
+from runtime.cpus import pin_threads
 
 
 @dataclasses.dataclass

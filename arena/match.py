@@ -26,7 +26,7 @@ from typing import Callable, Literal, Optional
 from arena.agent import Agent, Limit
 from arena.elo import elo_pentanomial, elo_wdl, pentanomial
 from arena.openings import START, Book, Opening, pick
-from arena.play import Adjudication, PlayedGame, play_game
+from arena.play import Adjudication, PlayedGame, append_pgn, play_game
 from arena.ratings import GameResult, fit_ratings
 from arena.spec import check_agent, make_agent
 from arena.sprt import SprtConfig, sprt_pentanomial
@@ -140,7 +140,7 @@ def close_agents() -> None:
 def _init_worker() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # share compiled searches across workers
-        from configs.runtime import enable_compilation_cache
+        from runtime.jax_cache import enable_compilation_cache
         enable_compilation_cache()
     # Pool workers leave through os._exit, which skips atexit; Finalize still runs.
     multiprocessing.util.Finalize(None, close_agents, exitpriority=10)
@@ -246,18 +246,16 @@ def run_match(cfg: MatchConfig, on_game: Callable[[Standings, PlayedGame], None]
     pairings, tasks = schedule(cfg)
     standings = Standings(names, pairings)
     limit = cfg.limit()
-    pgn_file = None
-    if cfg.pgn_path:
+    if cfg.pgn_path:  # made before the first game: a path that cannot be written fails at once
         Path(cfg.pgn_path).parent.mkdir(parents=True, exist_ok=True)
-        pgn_file = open(cfg.pgn_path, "a")
+        Path(cfg.pgn_path).touch()
     start, stopped = time.perf_counter(), None
 
     def finished(task: Task, game: PlayedGame) -> bool:
         """Records a game; True when the SPRT has decided."""
         standings.add(task, game)
-        if pgn_file:
-            pgn_file.write(game.pgn + "\n\n")
-            pgn_file.flush()
+        if cfg.pgn_path:
+            append_pgn(cfg.pgn_path, game.pgn)
         if on_game:
             on_game(standings, game)
         if cfg.sprt is not None:
@@ -302,9 +300,6 @@ def run_match(cfg: MatchConfig, on_game: Callable[[Standings, PlayedGame], None]
                             future.cancel()
     except KeyboardInterrupt:
         stopped = "interrupted"
-    finally:
-        if pgn_file:
-            pgn_file.close()
     summary = summarize(cfg, standings, time.perf_counter() - start, stopped)
     if cfg.json_path:
         Path(cfg.json_path).parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""One game between two agents from an opening, with adjudication, recorded as PGN.
+"""One game between two agents from an opening, with adjudication, recorded as PGN (`append_pgn`
+writes every PGN file of the project).
 
 Adjudication: the game is a draw at `max_plies` plies (AlphaZero's 512-ply cap, book plies
 included); optional resign (both engines agree on a score of at least `resign_cp` for
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import time
 
 import chess
@@ -206,3 +208,12 @@ def play_game(white: Agent, black: Agent, opening: Opening, rules: Adjudication 
     return PlayedGame(names[0], names[1], result, termination, len(board.move_stack) - book_plies,
                       opening.name, game.accept(exporter), time.perf_counter() - start,
                       thinking[chess.WHITE], thinking[chess.BLACK])
+
+
+def append_pgn(path: str | os.PathLike, game: chess.pgn.Game | str) -> None:
+    """Appends one game (a `chess.pgn.Game` or its PGN text) to the PGN file at `path` (created if
+    missing) with the blank line that separates games: the one writer of every PGN file (matches,
+    the in-run evaluator's gauntlet.pgn, a run's games.pgn). Opened per game, so a stopped match or
+    run leaves whole games only."""
+    with open(path, "a") as f:
+        f.write(f"{game}\n\n")

@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=10, help="timed moves per agent")
     parser.add_argument("--games", type=int, default=4, help="timed games per pairing")
     args = parser.parse_args()
-    from configs.runtime import enable_compilation_cache
+    from runtime.jax_cache import enable_compilation_cache
     enable_compilation_cache()
     from arena import make_agent
     with tempfile.TemporaryDirectory() as tmp:

@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from configs.loader import load  # noqa: E402
-from configs.paths import data_file  # noqa: E402
 from distill.config import DistillConfig  # noqa: E402
+from runtime.data import data_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,7 +140,7 @@ def main() -> None:
     parser.add_argument("--runs", default=str(ROOT / "runs" / "distill"), help="evaluation reports")
     parser.add_argument("--set", nargs="*", default=[], help="config overrides")
     args = parser.parse_args()
-    from configs.runtime import expose_cpu_cores
+    from runtime.cpus import expose_cpu_cores
     expose_cpu_cores()  # as distill.py train: train.devices=0 splits each batch over the cores
     cfg = load(DistillConfig, args.config, args.set)
     result = {"config": os.path.relpath(args.config, ROOT), "cpu_count": os.cpu_count(),

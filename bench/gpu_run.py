@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from configs.runtime import share_driver_gpu  # noqa: E402
+from runtime.gpu_memory import share_driver_gpu  # noqa: E402
 
 
 def log(**fields) -> None:
@@ -93,7 +93,7 @@ def main() -> None:
         cfg = load(SelfPlayConfig, args.config, overrides)
     except ConfigError as e:
         p.exit(2, f"bench/gpu_run.py: config error: {e}\n")
-    from configs.runtime import enable_compilation_cache
+    from runtime.jax_cache import enable_compilation_cache
     enable_compilation_cache()
     result: dict = {"config": args.config, "overrides": args.overrides, "minutes": args.minutes,
                     "run_dir": os.path.join(runs_dir, args.name), "num_actors": cfg.actors.num_actors,

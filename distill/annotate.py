@@ -20,10 +20,10 @@ import chess
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from arena.engine_agent import find_stockfish
-from configs.runtime import raise_if_stop_requested
 from distill import boards as boards_lib
 from distill import engine as engine_lib
 from distill.records import ShardWriter, build_index, iter_records
+from runtime.signals import raise_if_stop_requested
 
 _ENGINE = None
 _ENGINE_PATH = ""

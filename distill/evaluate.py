@@ -5,9 +5,10 @@ the held-out games, and puzzle accuracy (overall and per 400-point rating band),
 Action accuracy: the player's top move has the oracle's best value (ties, e.g. two mates, count);
 a player with `move_scores(board)` (the students) is judged by its top-scored move, any other by
 the move it selects. Kendall's tau (tau-b): between the player's move scores and the oracle's move
-values, per board, averaged over boards where both vary (None for players without scores). Puzzles (Lichess format): after the setup move Moves[0] the
-player must find every solver move (1, 3, 5, ...; a different move that mates also counts, as on
-Lichess); the opponent's replies come from the solution.
+values, per board, averaged over boards where both vary (None for players without scores). Both
+are arena/suites/actions.py's, as `match.py --suite` scores an actions file. Puzzles (Lichess
+format): after the setup move Moves[0] the player must find every solver move (1, 3, 5, ...; a
+different move that mates also counts, as on Lichess); the opponent's replies come from the solution.
 """
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ from pathlib import Path
 import chess
 import numpy as np
 from rich.progress import track
-from scipy.stats import kendalltau
 
-from arena.suites.common import new_position
+from arena.suites import actions as arena_actions
 from arena.suites.puzzles import BAND_WIDTH, Puzzle, rating_band, read_puzzles, solve_puzzle
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
@@ -30,27 +30,21 @@ from models.checkpoint import CONFIG_FILE
 
 
 def action_metrics(player, records: list[dict], show_progress: bool = False) -> dict:
-    """{"action_accuracy", "kendall_tau", "boards", "tau_boards"} of `player` on `records`."""
-    correct, taus = 0, []
-    move_scores = getattr(player, "move_scores", None)
-    for rec in track(records, "actions", disable=not show_progress):
-        board = chess.Board(rec["fen"])
-        oracle = dict(zip(rec["moves"], rec["values"]))
-        if set(oracle) != {m.uci() for m in board.legal_moves}:
+    """{"action_accuracy", "kendall_tau", "boards", "tau_boards"} of `player` on `records`, as
+    arena/suites/actions.py computes them: by the top-scored move and Kendall's tau for a player
+    with `move_scores(board)`, by the move it selects (no tau) for any other. ValueError where a
+    record's moves are not its board's legal moves (checked before any board is played)."""
+    for rec in records:
+        if set(rec["moves"]) != {m.uci() for m in chess.Board(rec["fen"]).legal_moves}:
             raise ValueError(f"record {rec['fen']}: its moves are not the legal moves")
-        if move_scores is not None:
-            moves, scores = move_scores(board)
-            values = np.array([oracle[m.uci()] for m in moves])
-            chosen = values[int(np.argmax(scores))]
-            if np.ptp(values) > 0 and np.ptp(scores) > 0:
-                taus.append(kendalltau(scores, values).statistic)
-        else:
-            new_position(player)
-            chosen = oracle[player.select(board)[0].uci()]
-        correct += chosen >= max(oracle.values()) - 1e-9
-    return {"action_accuracy": correct / max(len(records), 1),
-            "kendall_tau": float(np.mean(taus)) if taus else None,
-            "boards": len(records), "tau_boards": len(taus)}
+    move_scores = getattr(player, "move_scores", None)
+    if move_scores is not None:
+        metrics = arena_actions.action_metrics(move_scores, records, progress=show_progress)
+    else:
+        metrics = arena_actions.agent_action_metrics(player, records, progress=show_progress)
+    if not records:  # distill's report has said 0.0 for no boards (evaluate.max_boards=0); arena says None
+        metrics["action_accuracy"] = 0.0
+    return metrics
 
 
 def puzzle_metrics(player, puzzles: list[Puzzle], show_progress: bool = False) -> dict:
@@ -100,7 +94,7 @@ def make_player(cfg):
 
 def evaluate(cfg, show_progress: bool = True) -> dict:
     """Runs all metrics for `cfg.evaluate`; writes and returns the JSON report."""
-    from configs.paths import data_file
+    from runtime.data import data_file
 
     e = cfg.evaluate
     student = e.player == "student"

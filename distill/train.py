@@ -25,7 +25,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tensorboardX import SummaryWriter
 
 from configs.loader import to_dict
-from configs.runtime import raise_if_stop_requested
 from distill import dataset, student
 from distill.losses import loss_fn
 from distill.records import RecordStore
@@ -33,6 +32,7 @@ from distill.student import STUDENT_DIR
 from learner.parallel import data_parallel
 from models import checkpoint as model_checkpoint
 from models.network import make_model
+from runtime.signals import raise_if_stop_requested
 
 
 def make_optimizer(cfg) -> optax.GradientTransformation:

@@ -33,7 +33,6 @@ import numpy as np
 import games
 import models
 from configs.loader import load, to_dict
-from configs.runtime import raise_if_stop_requested
 from distill.dataset import best_move
 from distill.records import RecordStore
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
@@ -41,6 +40,7 @@ from learner.parallel import data_parallel
 from learner.train import init_train_state, legal_log_probs, make_train_step
 from models import checkpoint as network_checkpoint
 from replay.messages import TrainingBatch
+from runtime.signals import raise_if_stop_requested
 
 
 @dataclasses.dataclass

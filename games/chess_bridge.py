@@ -11,7 +11,7 @@ pgx facts this module encodes (pgx 2.6):
     needs the game's moves replayed, which `board_to_state` does.
 
 Tables are numpy, indexed by colour first (0 = white to move, 1 = black to move, as pgx's
-`state._x.color`), so batches convert with one fancy index.
+`pgx_internals.rule_state(state).color`), so batches convert with one fancy index.
 """
 from __future__ import annotations
 
@@ -24,13 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pgx
-import pgx.chess
-from pgx._src.games import chess as _pgx_rules  # pgx's rule core (pinned pgx 2.6)
+
+from games import pgx_internals
 
 NUM_PGX_ACTIONS = 4672  # 64 from-squares x 73 planes
 NUM_PLANES = 73
-WHITE, BLACK = 0, 1  # colour index of the tables (pgx's `_x.color`)
-_PGX_GAME = _pgx_rules.Game()
+WHITE, BLACK = 0, 1  # colour index of the tables (the rule state's `color`)
 _UNDERPROMOTION_PIECES = (chess.ROOK, chess.BISHOP, chess.KNIGHT)  # pgx plane // 3
 
 # Positions pgx cannot represent or python-chess calls nonsense: rejected by `fen_to_state`.
@@ -66,7 +65,7 @@ def chess_square_to_pgx(square: int, white_to_move: bool) -> int:
 # Action tables
 # --------------------------------------------------------------------------------------------
 def _build_tables():
-    from_plane = np.asarray(_pgx_rules.FROM_PLANE)  # [64, 73] pgx to-square or -1
+    from_plane = np.asarray(pgx_internals.from_plane())  # [64, 73] pgx to-square or -1
     from_sq = np.full((2, NUM_PGX_ACTIONS), -1, np.int32)
     to_sq = np.full((2, NUM_PGX_ACTIONS), -1, np.int32)
     promo = np.zeros((2, NUM_PGX_ACTIONS), np.int32)  # under-promotion piece type, 0 if none
@@ -213,24 +212,16 @@ def fen_to_state(fen: str, white_player: int = 0):
 
 @jax.jit
 def _assemble_state(pieces, color, castling, ep, halfmove, fullmove, white_player):
-    x = _pgx_rules.GameState(
+    empty = pgx_internals.empty_game_state()
+    x = pgx_internals.game_state(
         color=color, board=pieces, castling_rights=castling, en_passant=ep,
         halfmove_count=halfmove, fullmove_count=fullmove,
-        hash_history=jnp.zeros_like(_pgx_rules.GameState().hash_history),
-        board_history=jnp.zeros_like(_pgx_rules.GameState().board_history))
-    x = x._replace(legal_action_mask=_pgx_rules._legal_action_mask(x))
-    x = _pgx_rules._update_history(x)
+        hash_history=jnp.zeros_like(empty.hash_history),
+        board_history=jnp.zeros_like(empty.board_history))
+    x = x._replace(legal_action_mask=pgx_internals.legal_action_mask(x))
+    x = pgx_internals.update_history(x)
     order = jnp.where(white_player == 0, jnp.int32([0, 1]), jnp.int32([1, 0]))
-    terminated = _PGX_GAME.is_terminal(x)
-    return pgx.chess.State(
-        current_player=order[x.color],
-        rewards=_PGX_GAME.rewards(x)[order],
-        terminated=terminated,
-        legal_action_mask=jnp.where(terminated, True, x.legal_action_mask),
-        observation=_PGX_GAME.observe(x, x.color),
-        _player_order=order,
-        _x=x,
-    )
+    return pgx_internals.chess_state(x, order)
 
 
 def state_at(states, index: int):
@@ -240,7 +231,7 @@ def state_at(states, index: int):
 
 def state_to_board(state) -> chess.Board:
     """One (unbatched) pgx chess State -> `chess.Board` of its position (no move stack)."""
-    x = jax.device_get(state._x)
+    x = jax.device_get(pgx_internals.rule_state(state))
     if np.ndim(x.color) != 0:
         raise ValueError("expected one state; use state_at(states, i) on a batch")
     white = int(x.color) == WHITE

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import pgx
 
+from games import pgx_internals
+
 State = Any  # a batched pgx.State
 
 
@@ -64,7 +66,7 @@ class Game:
         """keys [B, 2] -> B initial states (pgx picks at random which player id moves first)."""
         states = self._init(keys)
         if self.spec.pgx_id == "chess":
-            states = _fix_chess_start_hash(states)
+            states = pgx_internals.fix_chess_start_hash(states)
         return states
 
     def step(self, states: State, actions: jax.Array) -> State:
@@ -73,7 +75,7 @@ class Game:
         Stepping a finished game leaves it unchanged (pgx semantics) with zero rewards.
         """
         states = self._step(states, actions.astype(jnp.int32))
-        capped = ~states.terminated & (states._step_count >= self.spec.max_plies)
+        capped = ~states.terminated & (pgx_internals.step_count(states) >= self.spec.max_plies)
         return states.replace(truncated=states.truncated | capped)
 
     def observe(self, states: State) -> jax.Array:
@@ -102,18 +104,7 @@ class Game:
 
     def plies(self, states: State) -> jax.Array:
         """[B] int32 plies played."""
-        return states._step_count
-
-
-def _fix_chess_start_hash(states: State) -> State:
-    """pgx 2.6 seeds the repetition history with a hard-coded hash of the start position that
-    differs from its own Zobrist hash under this jax (its random tables changed), so a return to
-    the start position would not count towards threefold repetition. Store the real hash."""
-    from pgx._src.games.chess import GameState, _zobrist_hash
-
-    x = states._x
-    start = _zobrist_hash(GameState())
-    return states.replace(_x=x._replace(hash_history=x.hash_history.at[:, 0].set(start)))
+        return pgx_internals.step_count(states)
 
 
 def make(name: str) -> Game:

@@ -9,12 +9,14 @@ search/mcts.py uses them (`SearchConfig.win_check`). Any game: step every slot a
 rewards (cheap when W is small: tic-tac-toe 9, connect four 7). Chess (W = 218, a pgx step costs
 ~0.2 ms on a CPU core): only a checking move can mate, and "gives check" is one attack test on the
 board after the move, so full legal-move generation runs for at most `max_checks` checking moves
-per position, in a loop as long as the batch needs.
+per position, in a loop as long as the batch needs (pgx's rule core through games/pgx_internals.py).
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
+from games import pgx_internals
 
 EMPTY = -1  # an unused slot (search/slots.py)
 
@@ -96,42 +98,29 @@ def _by_stepping(game, states, slot_actions):
     return (reward.reshape(batch, width) > 0) & (slot_actions != EMPTY) & ~over
 
 
-def _after(x, action):
-    """pgx GameState after `action`, from the opponent's side (board, en passant and castling only:
-    all that check and legal-move tests read)."""
-    from pgx._src.games import chess as pgx_chess
-
-    y = pgx_chess._apply_move(x, pgx_chess.Action._from_label(jnp.maximum(action, 0)))
-    return y._replace(board=-jnp.flip(y.board.reshape(8, 8), axis=1).flatten(),
-                      en_passant=pgx_chess._flip_pos(y.en_passant),
-                      castling_rights=y.castling_rights[::-1])
-
-
 def _checks_of(x, actions, max_checks):
     """One position: ([K] slots of its first K checking moves, [K] valid, [W] gives check)."""
-    from pgx._src.games import chess as pgx_chess
-
     width = actions.shape[0]
-    gives_check = jax.vmap(lambda a: pgx_chess._is_checked(_after(x, a)))(actions) & (actions != EMPTY)
+    gives_check = jax.vmap(lambda a: pgx_internals.is_checked(pgx_internals.after_move(x, a)))(actions) & (
+        actions != EMPTY)
     # Stable: the checking slots in slot order first, then the others.
     _, picked = jax.lax.top_k(gives_check * (width - jnp.arange(width)), max_checks)
     return picked, jnp.arange(max_checks) < jnp.minimum(gives_check.sum(), max_checks), gives_check
 
 
 def _chess_checks(states, slot_actions, max_checks):
-    picked, valid, _ = jax.vmap(lambda x, a: _checks_of(x, a, max_checks))(states._x, slot_actions)
+    picked, valid, _ = jax.vmap(lambda x, a: _checks_of(x, a, max_checks))(pgx_internals.rule_state(states),
+                                                                           slot_actions)
     return picked, valid
 
 
 def _chess_mates(states, slot_actions, max_checks):
-    from pgx._src.games import chess as pgx_chess
-
     def one(x, actions):
         picked, valid, gives_check = _checks_of(x, actions, max_checks)
 
         def confirm(carry):  # full reply generation for one checking move (usually 0-3 per position)
             i, mate = carry
-            no_reply = ~pgx_chess._legal_action_mask(_after(x, actions[picked[i]])).any()
+            no_reply = ~pgx_internals.legal_action_mask(pgx_internals.after_move(x, actions[picked[i]])).any()
             return i + 1, mate.at[picked[i]].set(no_reply)
 
         _, mate = jax.lax.while_loop(lambda c: c[0] < valid.sum(), confirm,
@@ -139,4 +128,4 @@ def _chess_mates(states, slot_actions, max_checks):
         return mate & gives_check
 
     over = states.terminated | states.truncated
-    return jax.vmap(one)(states._x, slot_actions) & ~over[:, None]
+    return jax.vmap(one)(pgx_internals.rule_state(states), slot_actions) & ~over[:, None]

@@ -2,6 +2,10 @@
 
     selfplay/config.py           SelfPlayConfig: one run, composed of each package's config
     selfplay/run.py              run(cfg) -> RunSummary: the collect / train / report loop, shutdown
+    selfplay/prepare.py          before the loop: run directory, resume checks, first network, opening book
+    selfplay/cluster.py          the run's Ray: start or join, actor names and placement, actor records
+    selfplay/state.py            RunState: the session's counters (steps, games, train ratio, rates)
+    selfplay/sample_games.py     every n-th chess game to games.pgn
     selfplay/learners.py         the learner in this process or in a Ray actor, behind one interface
     selfplay/parameter_store.py  published network variables by version (a Ray actor)
     selfplay/progress.py         live table and TensorBoard scalars

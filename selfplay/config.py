@@ -10,12 +10,12 @@ from typing import Optional, get_args
 
 from actors.config import ActorConfig
 from configs.loader import check_at_least
-from configs.runtime import DEFAULT_DRIVER_GPU_SHARE, GpuMemory
 from games import symmetry
 from learner.config import LearnerConfig
 from models import NetworkConfig
 from models.network import check_game, upgrade_network_dict
 from replay.config import ReplayConfig
+from runtime.gpu_memory import DEFAULT_DRIVER_GPU_SHARE, GpuMemory
 from search.config import SearchConfig
 
 

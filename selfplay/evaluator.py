@@ -40,6 +40,7 @@ import games
 import models
 import search as search_lib
 from arena import gauntlet
+from arena.play import append_pgn
 from arena.ratings import GameResult, fit_ratings
 from configs.loader import to_dict
 from games import evaluation as game_evaluation
@@ -236,8 +237,7 @@ class Evaluator:
         pgn = chess_bridge.actions_to_pgn(list(g.actions), fen=fen, result=score, headers={
             "Event": f"zerochess {self.cfg.name} evaluation", "White": result.white, "Black": result.black,
             "Termination": g.termination})
-        with open(self.dir / "gauntlet.pgn", "a") as f:
-            print(pgn, file=f, end="\n\n")
+        append_pgn(self.dir / "gauntlet.pgn", pgn)
 
     # -- puzzles ---------------------------------------------------------------------------------
     def _mates(self, variables) -> tuple[Optional[float], Optional[float]]:

@@ -1,7 +1,7 @@
 """The run on GPUs: each process's share of GPU memory, and what the GPUs are doing.
 
     env = process_env(num_gpus=0.25, cfg)     # env vars of a Ray actor's JAX (its runtime_env)
-    configs.runtime.share_driver_gpu(path, overrides)   # this process's, before pgx starts JAX (CLIs)
+    runtime.gpu_memory.share_driver_gpu(path, overrides)   # this process's, before pgx starts JAX (CLIs)
     monitor = GpuMonitor()                     # samples busy % and memory of every GPU of this node
     monitor.snapshot()                         # [GpuSample] now; monitor.mean_busy(since=t) over time
 
@@ -23,7 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Optional
 
-from configs.runtime import HEADROOM, gpu_memory_env
+from runtime.gpu_memory import HEADROOM, gpu_memory_env
 
 if TYPE_CHECKING:
     from selfplay.config import SelfPlayConfig
@@ -45,7 +45,7 @@ def process_env(num_gpus: float, cfg: "SelfPlayConfig") -> dict[str, str]:
 
 def driver_env(cfg: "SelfPlayConfig") -> dict[str, str]:
     """What the driver (selfplay.py's process, where a local learner trains) gets: `driver_gpu_share`.
-    Set by configs.runtime.share_driver_gpu before pgx is imported (pgx starts JAX's backend)."""
+    Set by runtime.gpu_memory.share_driver_gpu before pgx is imported (pgx starts JAX's backend)."""
     return gpu_memory_env(cfg.driver_gpu_share * HEADROOM, cfg.gpu_memory)
 
 

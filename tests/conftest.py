@@ -9,7 +9,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # selfplay.py subprocesses and their Ray workers keep them too.
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 
-from configs.runtime import enable_compilation_cache  # noqa: E402
+from runtime.jax_cache import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache()
 

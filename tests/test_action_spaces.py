@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs.paths import data_file
 from games import chess_bridge as cb
 from games import compact_actions as ca
 from games import uci_vocab as uv
+from runtime.data import data_file
 
 FILES = "abcdefgh"
 

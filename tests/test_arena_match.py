@@ -12,7 +12,7 @@ from arena.match import MatchConfig, run_match
 from arena.openings import START, Book, Opening, pick
 from arena.play import Adjudication, play_game
 from arena.sprt import SprtConfig
-from configs.paths import data_file
+from runtime.data import data_file
 
 BOOK = str(data_file("openings", "8moves_v3.pgn"))
 EPD_BOOK = str(data_file("openings", "2moves_v1.epd"))

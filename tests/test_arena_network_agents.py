@@ -9,9 +9,9 @@ import games
 from arena import SpecError, make_agent
 from arena.openings import Book
 from arena.uci_engine import UciEngine
-from configs.paths import data_file
 from games import chess_bridge
 from models import NetworkConfig, ResNetConfig, checkpoint, make_network
+from runtime.data import data_file
 
 pytestmark = pytest.mark.slow
 

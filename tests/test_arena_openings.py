@@ -3,7 +3,7 @@ import chess
 import pytest
 
 from arena.openings import Book, load_book, pick
-from configs.paths import data_file
+from runtime.data import data_file
 
 
 def test_epd_with_full_fen_and_with_opcodes(tmp_path):

@@ -26,7 +26,7 @@ from arena.suites import (
     run_suite,
     solve_puzzle,
 )
-from configs.paths import data_dir
+from runtime.data import data_dir
 
 PUZZLES = data_dir() / "puzzles" / "lichess_puzzles_themed.csv"
 WAC = data_dir() / "epd" / "wac_revised_300.epd"

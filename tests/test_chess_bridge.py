@@ -5,8 +5,8 @@ import chess
 import numpy as np
 import pytest
 
-from configs.paths import data_file
 from games import chess_bridge as cb
+from runtime.data import data_file
 
 
 def _epd_fens(n):

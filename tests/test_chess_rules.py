@@ -22,6 +22,7 @@ import pytest
 
 import games
 from games import chess_bridge as cb
+from games import pgx_internals
 
 N_GAMES = 200
 MAX_PLIES = 512
@@ -192,6 +193,7 @@ def test_final_states_replay_through_the_bridge(played):
         state = cb.state_at(played["states"], b)
         assert cb.state_to_fen(state) == board.fen()
         replayed = cb.board_to_state(board)
-        np.testing.assert_array_equal(np.asarray(replayed._x.board), np.asarray(state._x.board))
-        np.testing.assert_array_equal(np.asarray(replayed._x.hash_history), np.asarray(state._x.hash_history))
+        replayed_x, x = pgx_internals.rule_state(replayed), pgx_internals.rule_state(state)
+        np.testing.assert_array_equal(np.asarray(replayed_x.board), np.asarray(x.board))
+        np.testing.assert_array_equal(np.asarray(replayed_x.hash_history), np.asarray(x.hash_history))
         assert bool(replayed.terminated)

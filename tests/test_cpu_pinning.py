@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from selfplay.run import cpu_plan
+from selfplay.cluster import cpu_plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,7 +25,7 @@ def test_pin_threads_pins_every_thread_including_ones_started_before():
     code = f"""
 import json, os, threading, time
 import jax.numpy as jnp
-from configs.runtime import pin_threads
+from runtime.cpus import pin_threads
 (jnp.ones((64, 64)) @ jnp.ones((64, 64))).block_until_ready()  # XLA's thread pools exist now
 stop = threading.Event(); t = threading.Thread(target=stop.wait); t.start()
 ok = pin_threads([{target}])

@@ -35,9 +35,9 @@ def _selfplay(tmp_path, name: str, *args: str) -> list[str]:
 def _run_with_games(tmp_path, name: str, games: int = 200, per_chunk: int = 100, checkpoints=()) -> Path:
     """A run directory as a stopped run leaves it (config.yaml, replay chunks, orbax checkpoints of the
     untrained network at the steps `checkpoints`) with `games` synthetic tic-tac-toe games of 5 plies."""
-    from selfplay.run import _prepare_run_dir
+    from selfplay.prepare import prepare_run_dir
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [f"runs_dir={tmp_path}", f"name={name}"])
-    run_dir = _prepare_run_dir(cfg, resume=False)
+    run_dir = prepare_run_dir(cfg, resume=False)
     buf = ReplayBuffer(run_dir / "replay", cfg.replay.__class__(games_per_chunk=per_chunk), 9, 9)
     for i in range(games):
         buf.add(encode(make_record(f"g{i}", 5, seed=i)))
@@ -136,17 +136,18 @@ def test_resume_of_a_run_that_set_a_retired_option_names_it(tmp_path):
     import yaml
 
     from configs.loader import to_dict
-    from selfplay.run import RunError, _check_resumable
+    from selfplay.errors import RunError
+    from selfplay.prepare import check_resumable
     cfg = load(SelfPlayConfig, None, ["game=connect_four"])
     saved = to_dict(cfg)
     saved["network"]["resnet"]["opponent_policy_head"] = False
     saved["search"]["prior_temperature"] = 1.0
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
-    _check_resumable(tmp_path, cfg)  # the old defaults resume
+    check_resumable(tmp_path, cfg)  # the old defaults resume
     saved["network"]["resnet"]["opponent_policy_head"] = True
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
     with pytest.raises(RunError, match=r"config\.yaml: network\.resnet\.opponent_policy_head was retired"):
-        _check_resumable(tmp_path, cfg)
+        check_resumable(tmp_path, cfg)
 
 
 def test_unwritable_runs_dir_is_one_line_exit_2(tmp_path):
@@ -162,7 +163,7 @@ def test_disk_full_and_damaged_files_are_one_line_with_the_fix():
     import errno
 
     from replay.record import RecordError, SchemaError
-    from selfplay.run import start_error_line
+    from selfplay.prepare import start_error_line
     full = start_error_line(OSError(errno.ENOSPC, "No space left on device", "runs/x/replay/chunk-000003.msgpack"))
     assert "no space left" in full and "chunk-000003" in full and "runs_dir" in full
     assert "move that file" in start_error_line(RecordError("runs/x/replay/chunk-000001.msgpack: frame 2: ..."))

@@ -14,12 +14,12 @@ import pytest
 from arena import make_agent, winprob
 from arena.student_agents import completes_threefold
 from arena.suites.puzzles import Puzzle, solve_puzzle
-from configs import runtime
 from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
-from distill.evaluate import evaluate, puzzle_metrics
+from distill.evaluate import action_metrics, evaluate, puzzle_metrics
 from models import checkpoint as model_checkpoint
 from models.network import make_model
+from runtime import signals
 
 TINY = StudentConfig(num_bins=16, embedding_dim=16, num_layers=1, num_heads=2, widening_factor=2)
 BOARDS = [
@@ -305,6 +305,42 @@ def test_puzzle_scoring_against_hand_made_lines():
                             "1600-1999": {"accuracy": 0.0, "puzzles": 1}}
 
 
+def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_choice():
+    """distill's action metrics are arena/suites/actions.py's: a player with move_scores by its
+    top-scored move (of equal scores the first it lists, the one it plays) and Kendall's tau, any
+    other by the move it selects; a record whose moves are not the legal moves is refused first."""
+    board = chess.Board("7k/6pp/8/8/8/8/7P/R5K1 w - - 0 1")  # Ra8# only
+    moves = [m.uci() for m in board.legal_moves]
+    record = {"fen": board.fen(), "moves": moves, "values": [float(m == "a1a8") for m in moves]}
+    other = next(m for m in moves if m != "a1a8")
+
+    class Scorer:
+        def __init__(self, order):
+            self.order = order
+
+        def move_scores(self, b):  # a tie at the top: the first listed is the one played
+            return [chess.Move.from_uci(m) for m in self.order], np.array([1.0, 1.0] + [0.0] * (len(moves) - 2))
+
+    class Selector:
+        name, calls = "selector", 0
+
+        def select(self, b):
+            Selector.calls += 1
+            return chess.Move.from_uci("a1a8"), {}
+
+    rest = [m for m in moves if m not in ("a1a8", other)]
+    assert action_metrics(Scorer(["a1a8", other] + rest), [record])["action_accuracy"] == 1.0
+    missed = action_metrics(Scorer([other, "a1a8"] + rest), [record])
+    assert missed["action_accuracy"] == 0.0 and (missed["boards"], missed["tau_boards"]) == (1, 1)
+    picked = action_metrics(Selector(), [record, record])
+    assert picked == {"action_accuracy": 1.0, "kendall_tau": None, "boards": 2, "tau_boards": 0}
+    bad = dict(record, moves=moves[1:], values=record["values"][1:])
+    with pytest.raises(ValueError, match="its moves are not the legal moves"):
+        action_metrics(Selector(), [record, bad])
+    assert Selector.calls == 2  # the bad record stopped it before the first board was played again
+    assert action_metrics(Selector(), [])["action_accuracy"] == 0.0  # evaluate.max_boards=0
+
+
 @pytest.mark.slow
 def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     game = chess.Board()
@@ -331,10 +367,10 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     assert resumed["steps"] == 8 and resumed["new_steps"] == 2  # resumed from the step-6 state
     assert resumed["total_seconds"] >= first["seconds"] + resumed["seconds"] - 1e-6
     # a signal whose KeyboardInterrupt a gc callback swallowed still stops the loop at its next step
-    runtime._stop_requested = True
+    signals._stop_requested = True
     with pytest.raises(KeyboardInterrupt):
         train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=12)))
-    assert not runtime._stop_requested
+    assert not signals._stop_requested
     # max_seconds is the run's budget over all sittings: one already spent trains no further
     spent = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=20,
                                                                max_seconds=first["seconds"] / 2))

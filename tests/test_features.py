@@ -13,7 +13,7 @@ import yaml
 import games
 import models
 from configs.loader import ConfigError, from_dict, load, to_dict
-from games import features
+from games import features, pgx_internals
 from models import checkpoint
 from models.chessformer import ChessformerConfig
 from models.network import NetworkConfig, upgrade_network_dict
@@ -118,13 +118,13 @@ def test_parity_is_the_movers_colour_from_pgx(name):
     for ply in range(7):
         obs = features.append(("parity",), name, game.observe(states))
         assert obs.shape[-1] == game.observation_shape[-1] + 1
-        colour = np.asarray(states._x.color)  # 0: the side that moved first is to move
+        colour = np.asarray(pgx_internals.rule_state(states).color)  # 0: the side that moved first is to move
         np.testing.assert_array_equal(np.asarray(obs[..., -1]), np.broadcast_to(colour[:, None, None], obs.shape[:3]))
         legal = np.asarray(game.legal_mask(states))
         actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
         states = game.step(states, jnp.asarray(actions))
     if name == "connect_four":  # no game ends before the seventh ply, which leaves the second player to move
-        assert np.asarray(states._x.color).tolist() == [1] * 16
+        assert np.asarray(pgx_internals.rule_state(states).color).tolist() == [1] * 16
 
 
 @pytest.mark.parametrize("name,k", [("connect_four", 4), ("tic_tac_toe", 3)])
@@ -213,8 +213,8 @@ def test_older_run_configs_and_network_directories_read_as_input_features(tmp_pa
     path.write_text(yaml.safe_dump(saved, sort_keys=False))
     cfg = load(SelfPlayConfig, path)
     assert cfg.network.input_features == ("parity", "threats") and cfg.network.resnet == TINY
-    from selfplay.run import _check_resumable
-    _check_resumable(tmp_path, cfg)  # the run resumes with today's preset keys
+    from selfplay.prepare import check_resumable
+    check_resumable(tmp_path, cfg)  # the run resumes with today's preset keys
     assert load(SelfPlayConfig, path, ["network.input_features=[parity, threats]"]) == cfg
     for parity, k, want in ((False, 4, ["threats"]), (True, 0, ["parity"])):
         assert upgrade_network_dict(_old_network_dict(parity, k), "connect_four")["input_features"] == want

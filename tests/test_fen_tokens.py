@@ -6,8 +6,8 @@ import chess
 import numpy as np
 import pytest
 
-from configs.paths import data_file
 from games import fen_tokens
+from runtime.data import data_file
 
 
 def _chars(tokens):

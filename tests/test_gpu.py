@@ -15,7 +15,7 @@ from configs.loader import load
 from selfplay import gpu
 from selfplay.config import SelfPlayConfig
 from selfplay.messages import PlayReport
-from selfplay.run import RunState
+from selfplay.state import RunState
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,7 +82,7 @@ print(code, os.environ["XLA_CLIENT_MEM_FRACTION"], os.environ["XLA_PYTHON_CLIENT
     assert "this machine has 0" in out.stderr  # the chess_gpu preset on this CPU machine: one line, exit 2
     import jax.numpy as jnp
     jnp.zeros(1).block_until_ready()  # in this test process JAX runs already: too late to set anything
-    from configs.runtime import share_driver_gpu
+    from runtime.gpu_memory import share_driver_gpu
     assert share_driver_gpu(ROOT / "configs/chess_gpu.yaml") == {}
 
 
@@ -194,16 +194,18 @@ def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F8
 
 
 def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monkeypatch, tmp_path):
-    from selfplay.run import RunError, _check_local_gpus, run
+    from selfplay.errors import RunError
+    from selfplay.prepare import check_local_gpus
+    from selfplay.run import run
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", [f"runs_dir={tmp_path}"])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(RunError, match=r"asks for 1 GPU\(s\) \(actors.num_gpus=0.9, evaluation.num_gpus=0.1\) and this machine has 0"):
         run(cfg)
     assert not any(tmp_path.iterdir())  # nothing written: the user can fix the command and start again
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    _check_local_gpus(cfg)  # two actors at 0.45 and the evaluator at 0.1 fit one GPU
+    check_local_gpus(cfg)  # two actors at 0.45 and the evaluator at 0.1 fit one GPU
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    _check_local_gpus(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.num_gpus=0", "evaluation.num_gpus=0"]))
+    check_local_gpus(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.num_gpus=0", "evaluation.num_gpus=0"]))
 
 
 def test_a_collapsed_value_head_is_reported_once(capsys):
@@ -224,12 +226,12 @@ def test_a_collapsed_value_head_is_reported_once(capsys):
 
 
 def test_an_actor_that_died_says_why_in_one_line():
-    from selfplay.run import _error_line
+    from selfplay.cluster import error_line
     text = ("The actor died because of an error raised in its creation task, ray::SelfPlayActor.__init__() "
             "(pid=3764, ip=192.0.2.2)\n  File \"actors/selfplay_actor.py\", line 99, in __init__\n"
             "jax.errors.JaxRuntimeError: INTERNAL: no supported devices found for platform CUDA\n"
             "RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found for platform "
             "CUDA (you may need to uninstall the failing plugin package, or set JAX_PLATFORMS=cpu)\n")
-    line = _error_line(RuntimeError(text))
+    line = error_line(RuntimeError(text))
     assert line.startswith("RuntimeError: Unable to initialize backend 'cuda'") and len(line) <= 200
-    assert _error_line(RuntimeError("killed by a signal")) == ""
+    assert error_line(RuntimeError("killed by a signal")) == ""

@@ -8,13 +8,14 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("actors", "arena", "bench", "configs", "distill", "games", "learner", "models", "replay", "search",
-            "selfplay")
+PACKAGES = ("actors", "arena", "bench", "configs", "distill", "games", "learner", "models", "replay", "runtime",
+            "search", "selfplay")
 RUN_ROOMS = {"actors", "replay", "learner", "selfplay"}
 # room -> rooms it must not import. games/, models/, search/ are pure JAX/numpy libraries; learner/
 # knows networks and the train step, not actors or replay; only selfplay/ knows every room of the run
 # (others may read its typed config, selfplay.config, as distill's warm start does); arena/ plays
-# any player without the run's machinery.
+# any player without the run's machinery; runtime/ (the process's environment: caches, cores, signals,
+# GPU memory, the data directory) sits below every room and imports none.
 FORBIDDEN = {
     "games": RUN_ROOMS | {"models", "search", "arena", "distill"},
     "models": RUN_ROOMS | {"search", "arena", "distill"},
@@ -24,6 +25,7 @@ FORBIDDEN = {
     "learner": {"actors", "replay", "selfplay", "arena", "distill"},
     "arena": RUN_ROOMS | {"distill"},
     "distill": {"actors", "selfplay"},
+    "runtime": set(PACKAGES) - {"runtime"},
 }
 
 

@@ -11,13 +11,13 @@ import pytest
 
 import games
 import models
-from configs.paths import data_file
 from games import chess_bridge, compact_actions, square_encoding, uci_vocab
 from models import attention_policy as ap
 from models.activations import mish
 from models.attention import MultiHeadAttention
 from models.chessformer import Chessformer, ChessformerConfig
 from models.position_bias import GeometricAttentionBias, Relative2DBias, SharedBiasProjection
+from runtime.data import data_file
 
 TINY = dict(num_layers=1, embedding_dim=32, head_dim=16, mlp_dim=32, gab_d1=4, gab_d2=16, gab_d3=8)
 UNDER = {chess.ROOK: 0, chess.BISHOP: 1, chess.KNIGHT: 2}

@@ -11,8 +11,9 @@ import jax
 import numpy as np
 import pgx
 
-from configs.paths import data_file
 from games import chess_bridge as cb
+from games import pgx_internals
+from runtime.data import data_file
 
 CHUNK = 512
 # Positions also searched to depth 4: castling both ways, promotions, en passant, discovered
@@ -64,7 +65,7 @@ def perft(fens, depth):
     All positions share one frontier (each node remembers its root), so the fixed-size
     chunks stay full.
     """
-    roots = [cb.fen_to_state(fen)._x for fen in fens]
+    roots = [pgx_internals.rule_state(cb.fen_to_state(fen)) for fen in fens]
     frontier = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *roots)
     root_of = np.arange(len(fens))
     counts = np.zeros((len(fens), depth), np.int64)

@@ -1,11 +1,11 @@
-"""configs/runtime.py: a SIGTERM or Ctrl-C whose KeyboardInterrupt is swallowed (raised inside a finaliser or a gc
+"""runtime/signals.py: a SIGTERM or Ctrl-C whose KeyboardInterrupt is swallowed (raised inside a finaliser or a gc
 callback, where Python only prints it) still stops a loop that calls raise_if_stop_requested."""
 import os
 import signal
 
 import pytest
 
-from configs import runtime
+from runtime import signals
 
 
 class _KilledInFinaliser:
@@ -22,18 +22,18 @@ class _KilledInFinaliser:
 def test_sigterm_swallowed_in_a_finaliser_still_stops_the_loop():
     previous = signal.getsignal(signal.SIGTERM)
     try:
-        runtime.stop_on_signals()
-        runtime.raise_if_stop_requested()  # nothing pending yet
+        signals.stop_on_signals()
+        signals.raise_if_stop_requested()  # nothing pending yet
         _KilledInFinaliser()  # collected at once: its SIGTERM's KeyboardInterrupt never reaches here
         with pytest.raises(KeyboardInterrupt):
-            runtime.raise_if_stop_requested()
-        runtime.raise_if_stop_requested()  # acted on once
+            signals.raise_if_stop_requested()
+        signals.raise_if_stop_requested()  # acted on once
         with pytest.raises(KeyboardInterrupt):  # a SIGTERM outside a finaliser still interrupts at once
             os.kill(os.getpid(), signal.SIGTERM)
             for _ in range(10_000):
                 pass
         with pytest.raises(KeyboardInterrupt):  # ... and is also pending for the loop's check
-            runtime.raise_if_stop_requested()
+            signals.raise_if_stop_requested()
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -43,13 +43,13 @@ def test_ctrl_c_swallowed_in_a_finaliser_still_stops_the_loop():
     previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
-        runtime.stop_on_signals()
+        signals.stop_on_signals()
         _KilledInFinaliser(signal.SIGINT)
         with pytest.raises(KeyboardInterrupt):
-            runtime.raise_if_stop_requested()
-        runtime.raise_if_stop_requested()  # acted on once
+            signals.raise_if_stop_requested()
+        signals.raise_if_stop_requested()  # acted on once
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job: SIGINT stays ignored
-        runtime.stop_on_signals()
+        signals.stop_on_signals()
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous[0])
@@ -62,19 +62,19 @@ def test_a_sigterm_inside_stops_deferred_waits_for_the_block_to_end():
     previous = signal.getsignal(signal.SIGTERM)
     done = []
     try:
-        runtime.stop_on_signals()
+        signals.stop_on_signals()
         with pytest.raises(KeyboardInterrupt):
-            with runtime.stops_deferred():
+            with signals.stops_deferred():
                 os.kill(os.getpid(), signal.SIGTERM)
                 for _ in range(10_000):  # bytecode boundaries: the handler has run by now
                     pass
                 done.append("step")
-                with runtime.stops_deferred():  # nested: only the outermost block raises
+                with signals.stops_deferred():  # nested: only the outermost block raises
                     done.append("inner")
                 done.append("assigned")
         assert done == ["step", "inner", "assigned"]
-        runtime.raise_if_stop_requested()  # acted on once
-        with runtime.stops_deferred():  # no signal: the block ends quietly
+        signals.raise_if_stop_requested()  # acted on once
+        with signals.stops_deferred():  # no signal: the block ends quietly
             done.append("again")
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -90,14 +90,14 @@ def test_a_thread_s_block_neither_defers_nor_takes_the_main_thread_s_stop():
 
     def learner():
         try:
-            with runtime.stops_deferred():
+            with signals.stops_deferred():
                 inside.set()
                 release.wait(10)
         except KeyboardInterrupt:
             raised.append("thread")
 
     try:
-        runtime.stop_on_signals()
+        signals.stop_on_signals()
         worker = threading.Thread(target=learner)
         worker.start()
         assert inside.wait(10)
@@ -111,4 +111,4 @@ def test_a_thread_s_block_neither_defers_nor_takes_the_main_thread_s_stop():
     finally:
         release.set()
         signal.signal(signal.SIGTERM, previous)
-        runtime._stop_requested = False  # the direct raise leaves the flag for the main loop's check
+        signals._stop_requested = False  # the direct raise leaves the flag for the main loop's check

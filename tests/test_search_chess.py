@@ -9,18 +9,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from pgx._src.games.chess import Game as PgxChessGame
-from pgx._src.games.chess import GameState, _legal_action_mask, _update_history
-from pgx.chess import State as PgxChessState
 from pgx.experimental.chess import to_fen
 
 import games
 import search
-from configs.paths import data_file
+from games import pgx_internals
+from games.pgx_internals import GameState
+from runtime.data import data_file
 from search import SearchConfig, slots
 
 CHESS = games.make("chess")
-PGX_CHESS = PgxChessGame()
 PIECES = {chess.PAWN: 1, chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5, chess.KING: 6}
 
 
@@ -30,7 +28,7 @@ def uniform_network(value=0.0):
 
 
 # pgx.experimental.chess.from_fen re-jits per call (seconds each); this builds many at once.
-_DEFAULT = jax.device_get(GameState())
+_DEFAULT = jax.device_get(pgx_internals.empty_game_state())
 HASH_HISTORY, BOARD_HISTORY, LEGAL_MASK = (_DEFAULT.hash_history, _DEFAULT.board_history,
                                            _DEFAULT.legal_action_mask)
 
@@ -49,23 +47,21 @@ def _game_state(board: chess.Board) -> GameState:
     if board.ep_square is not None:  # pgx keeps the square after any double push
         file, rank = chess.square_file(board.ep_square), chess.square_rank(board.ep_square)
         ep = file * 8 + (7 - rank if black else rank)  # pgx flips the rank for black
-    return GameState(color=np.int32(black), board=np.rot90(grid, k=3).flatten().astype(np.int32),
-                     castling_rights=np.array(rights[::-1] if black else rights, bool),
-                     en_passant=np.int32(ep), halfmove_count=np.int32(board.halfmove_clock),
-                     fullmove_count=np.int32(board.fullmove_number),
-                     hash_history=HASH_HISTORY, board_history=BOARD_HISTORY,
-                     legal_action_mask=LEGAL_MASK, step_count=np.int32(0))
+    return pgx_internals.game_state(color=np.int32(black), board=np.rot90(grid, k=3).flatten().astype(np.int32),
+                                    castling_rights=np.array(rights[::-1] if black else rights, bool),
+                                    en_passant=np.int32(ep), halfmove_count=np.int32(board.halfmove_clock),
+                                    fullmove_count=np.int32(board.fullmove_number),
+                                    hash_history=HASH_HISTORY, board_history=BOARD_HISTORY,
+                                    legal_action_mask=LEGAL_MASK, step_count=np.int32(0))
 
 
 @jax.jit
 @jax.vmap
 def _finish(x: GameState):
-    x = x._replace(legal_action_mask=_legal_action_mask(x))
-    x = _update_history(x)
-    order = jnp.int32([0, 1])
-    return PgxChessState(_player_order=order, _x=x, current_player=order[x.color],
-                         legal_action_mask=x.legal_action_mask, terminated=PGX_CHESS.is_terminal(x),
-                         rewards=PGX_CHESS.rewards(x)[order], observation=PGX_CHESS.observe(x, x.color))
+    x = x._replace(legal_action_mask=pgx_internals.legal_action_mask(x))
+    x = pgx_internals.update_history(x)
+    state = pgx_internals.chess_state(x, jnp.int32([0, 1]))
+    return state.replace(legal_action_mask=x.legal_action_mask)  # the rules' own mask, in ended positions too
 
 
 def boards_to_states(boards):

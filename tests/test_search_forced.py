@@ -13,9 +13,9 @@ from test_search import random_ttt_positions, winner_after, zero_network
 import games
 import models
 import search
-from configs.paths import data_file
 from games import chess_bridge
 from games.immediate_wins import immediate_wins, legal_slots, wins_in_two
+from runtime.data import data_file
 from search import SearchConfig
 
 CHESS = games.make("chess")

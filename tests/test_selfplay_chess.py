@@ -18,7 +18,7 @@ from configs.loader import load
 from games import chess_bridge
 from replay.record import encode
 from selfplay.config import SelfPlayConfig
-from selfplay.run import _append_pgn
+from selfplay.sample_games import append_sample_game
 
 ROOT = Path(__file__).resolve().parents[1]
 RESIGN_AT = 6  # resign_min_plies: with a threshold of 1 every position is hopeless from here
@@ -52,7 +52,7 @@ def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tm
             assert move in board.legal_moves, (t, move, board.fen())
             board.push(move)
             state = step(state, jnp.asarray([action]))
-        _append_pgn(tmp_path, encode(record))
+        append_sample_game(tmp_path, encode(record))
     for log in disabled:  # the never-resign games noted who would have resigned, and play on
         assert log.would_resign == int(log.to_play[0]) and len(log.actions) == RESIGN_AT + 2
 

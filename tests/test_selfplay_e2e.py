@@ -327,9 +327,9 @@ def test_local_run_starts_its_own_ray_where_a_current_cluster_is_recorded():
         (temp / "ray").mkdir()
         (temp / "ray" / "ray_current_cluster").write_text("127.0.0.1:1")
         code = ("import ray\nfrom configs.loader import load\nfrom selfplay.config import SelfPlayConfig\n"
-                "from selfplay.run import _init_ray\n"
+                "from selfplay.cluster import init_ray\n"
                 "cfg = load(SelfPlayConfig, 'configs/tic_tac_toe.yaml', ['ray_num_cpus=1'])\n"
-                "assert _init_ray(cfg, None)\nprint(int(ray.cluster_resources()['CPU']))\nray.shutdown()\n")
+                "assert init_ray(cfg, None)\nprint(int(ray.cluster_resources()['CPU']))\nray.shutdown()\n")
         result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                                 env=dict(os.environ, PYTHONPATH=str(ROOT), RAY_TMPDIR=str(temp)))
     finally:

@@ -15,7 +15,8 @@ from distill.records import RecordStore, ShardWriter
 from distill.warm_start import load_boards, policy_target, warm_start
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
 from selfplay.config import SelfPlayConfig
-from selfplay.run import RunError, initial_state
+from selfplay.errors import RunError
+from selfplay.prepare import initial_state
 
 # (FEN, the move the records call best): a mate in one for each side and two quiet positions
 BOARDS = [("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "a1a8"),

@@ -81,7 +81,7 @@ def board_metrics(scores: Mapping[str, float], values: Mapping[str, float],
     if set(scores) != set(values):
         raise ValueError(f"{where}: the scored moves are not the reference moves "
                          f"({len(scores)} scored, {len(values)} reference)")
-    ucis = list(values)
+    ucis = list(scores)  # the scorer's order: of equal top scores the first is the one it plays
     s = np.array([scores[u] for u in ucis])
     v = np.array([values[u] for u in ucis])
     correct = bool(v[int(np.argmax(s))] >= v.max() - 1e-9)
@@ -131,10 +131,12 @@ def solve_action(agent: Agent, record: ActionRecord, move_limit: Limit | None = 
 
 
 def agent_action_metrics(agent: Agent, records: Iterable[ActionRecord | Mapping],
-                         move_limit: Limit | None = None) -> dict:
+                         move_limit: Limit | None = None, progress: bool = False) -> dict:
     """action_metrics for an agent that only chooses moves (tau only if it has move_scores)."""
+    from rich.progress import track
+
     recs = [r if isinstance(r, ActionRecord) else as_record(r, i) for i, r in enumerate(records)]
-    results = [solve_action(agent, r, move_limit) for r in recs]
+    results = [solve_action(agent, r, move_limit) for r in track(recs, "actions", disable=not progress)]
     taus = [r.tau for r in results if r.tau is not None]
     return {"action_accuracy": sum(r.solved for r in results) / len(recs) if recs else None,
             "kendall_tau": float(np.mean(taus)) if taus else None,

@@ -3,7 +3,7 @@
     report = run_suite("stockfish:nodes=200", "wac", limit=50, workers=2)
     print(report.to_json()); rich.print(render_table([report, other]))
 
-Suite names (files under the data dir, $ZEROCHESS_DATA or ../shared/data, see configs/paths.py):
+Suite names (files under the data dir, $ZEROCHESS_DATA or ../shared/data, see runtime/data.py):
 puzzles, puzzles-10k, wac, wac-original, ecm, bk, arasan, bt2630, eet, pet, sts, sts-sf15; or any
 path (or data-dir file name) ending .csv (Lichess puzzles), .epd (bm/am, STS points) or .jsonl
 (annotated boards `{"fen", "moves", "values"}`). `limit` takes the first N positions (STS: the
@@ -54,7 +54,7 @@ class Suite:
 
 def resolve_suite(suite: str | Path) -> tuple[str, Path]:
     """(display name, file) for a suite name or path; ValueError (one line) naming the fix."""
-    from configs.paths import data_dir
+    from runtime.data import data_dir
 
     text = str(suite).strip()
     root = data_dir()
@@ -245,7 +245,7 @@ def _close_agents() -> None:
 def _init_worker() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-        from configs.runtime import enable_compilation_cache
+        from runtime.jax_cache import enable_compilation_cache
         enable_compilation_cache()
     # pool workers leave through os._exit, which skips atexit; Finalize still runs
     multiprocessing.util.Finalize(None, _close_agents, exitpriority=10)
