@@ -21,6 +21,8 @@ def enable_compilation_cache(path: str | None = None) -> str:
     path = path or default_cache_dir()
     os.environ["JAX_COMPILATION_CACHE_DIR"] = path
     jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    # compiles under 0.5 s are not worth a file, unless the environment says otherwise (the tests: 0)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                      float(os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", 0.5)))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return path
