@@ -131,7 +131,7 @@ def test_untrained_network_plays_the_mate_in_one_at_64_simulations(policy, win_c
     run = search.make_search(CHESS, evaluate, SearchConfig(
         policy=policy, num_simulations=64, root_noise=False, temperature_plies=0, gumbel_scale=0.0,
         win_check=win_check))
-    boards = [b for b, _ in puzzles("mateIn1", 32)]
+    boards = [b for b, _ in puzzles("mateIn1", 16)]
     out = run(variables, stack(boards), jax.random.PRNGKey(0))
     mated = 0
     for b, board in enumerate(boards):
