@@ -27,6 +27,7 @@ def test_traced_games_replay_to_their_results():
     cfg = SearchConfig(policy="puct", num_simulations=8, root_noise=False, temperature_plies=0, win_check="tree")
     agent = search.make_search(game, lambda v, o: net.apply(v, o, train=False), cfg)
     opponent = lambda board, rng: alphabeta_move(board, 2, rng)
+    step, terminal, legal_mask = jax.jit(game.step), jax.jit(game.terminal), jax.jit(game.legal_mask)  # not op by op
     for first in (True, False):
         traces = []
         counts = bench.play(agent, variables, game, opponent, 3, first, seed=int(first), random_plies=2,
@@ -37,9 +38,9 @@ def test_traced_games_replay_to_their_results():
         for t in traces:
             state = game.init(jax.random.split(jax.random.PRNGKey(0), 1))
             for column in t.moves:
-                assert not bool(game.terminal(state)[0]) and bool(game.legal_mask(state)[0, column])
-                state = game.step(state, jnp.array([column], jnp.int32))
-            assert bool(game.terminal(state)[0])  # the game ended on its last recorded move
+                assert not bool(terminal(state)[0]) and bool(legal_mask(state)[0, column])
+                state = step(state, jnp.array([column], jnp.int32))
+            assert bool(terminal(state)[0])  # the game ended on its last recorded move
             last_mover_won = float(np.asarray(state.rewards).max()) > 0
             agent_moved_last = (len(t.moves) % 2 == 1) == first
             expected = 0 if not last_mover_won else (1 if agent_moved_last else -1)

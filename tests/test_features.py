@@ -114,6 +114,7 @@ def test_parity_is_the_movers_colour_from_pgx(name):
     """After random legal plies the parity plane equals pgx's own record of whose colour moves."""
     game = games.make(name)
     states = game.init(jax.random.split(jax.random.PRNGKey(0), 16))
+    step = jax.jit(game.step)  # one compile, not one per op and ply
     rng = np.random.default_rng(0)
     for ply in range(7):
         obs = features.append(("parity",), name, game.observe(states))
@@ -122,7 +123,7 @@ def test_parity_is_the_movers_colour_from_pgx(name):
         np.testing.assert_array_equal(np.asarray(obs[..., -1]), np.broadcast_to(colour[:, None, None], obs.shape[:3]))
         legal = np.asarray(game.legal_mask(states))
         actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
-        states = game.step(states, jnp.asarray(actions))
+        states = step(states, jnp.asarray(actions))
     if name == "connect_four":  # no game ends before the seventh ply, which leaves the second player to move
         assert np.asarray(pgx_internals.rule_state(states).color).tolist() == [1] * 16
 

@@ -288,14 +288,17 @@ def test_sampling_stops_at_temperature_plies_then_the_most_visited_move_is_playe
 def test_no_empty_slot_visited_at_any_depth(policy):
     """connect_four random positions: every visited edge of every node is a legal move there."""
     game = games.make("connect_four")
+    @jax.jit  # one compile, not one per op and ply
+    def random_ply(states, sub, ply):
+        nxt = game.step(states, jax.random.categorical(sub, jnp.where(game.legal_mask(states), 0.0, -jnp.inf)))
+        stop = game.terminal(nxt) | (jnp.arange(48) % 30 < ply)
+        return jax.tree.map(lambda a, b: jnp.where(stop.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), states, nxt)
+
     states = game.init(jax.random.split(jax.random.PRNGKey(5), 48))
     key = jax.random.PRNGKey(6)
     for ply in range(30):  # random play; finished games stay as they are
         key, sub = jax.random.split(key)
-        nxt = game.step(states, jax.random.categorical(sub, jnp.where(game.legal_mask(states), 0.0, -jnp.inf)))
-        stop = game.terminal(nxt) | (jnp.arange(48) % 30 < ply)
-        states = jax.tree.map(lambda a, b: jnp.where(stop.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
-                              states, nxt)
+        states = random_ply(states, sub, ply)
     config = SearchConfig(policy=policy, num_simulations=64, max_num_considered_actions=4)
     out, tree = search.make_search(game, zero_network(game), config, return_tree=True)(
         None, states, jax.random.PRNGKey(0))

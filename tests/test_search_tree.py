@@ -28,14 +28,18 @@ def random_network(game, seed=0):
 
 
 def random_states(game, batch, plies, seed):
+    @jax.jit  # one compile, not one per op and ply
+    def ply(states, sub):
+        logits = jnp.where(game.legal_mask(states), 0.0, -jnp.inf)
+        nxt = game.step(states, jax.random.categorical(sub, logits))
+        return jax.tree.map(lambda a, b: jnp.where(
+            game.terminal(nxt).reshape((-1,) + (1,) * (a.ndim - 1)), a, b), states, nxt)
+
     states = game.init(jax.random.split(jax.random.PRNGKey(seed), batch))
     key = jax.random.PRNGKey(seed + 1)
     for _ in range(plies):
         key, sub = jax.random.split(key)
-        logits = jnp.where(game.legal_mask(states), 0.0, -jnp.inf)
-        nxt = game.step(states, jax.random.categorical(sub, logits))
-        states = jax.tree.map(lambda a, b: jnp.where(
-            game.terminal(nxt).reshape((-1,) + (1,) * (a.ndim - 1)), a, b), states, nxt)
+        states = ply(states, sub)
     return states
 
 

@@ -37,7 +37,7 @@ def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tm
     assert len(records) + len(disabled) == 4  # every game that may resign did, at its first chance
 
     game = games.make("chess")
-    step = jax.jit(game.step)
+    step, observe = jax.jit(game.step), jax.jit(game.observe)
     for record in records:
         assert record.termination == "resign" and record.plies == RESIGN_AT
         white = int(record.to_play[0])  # pgx player ids are per game; white moves first
@@ -47,7 +47,7 @@ def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tm
         for t, action in enumerate(record.actions):
             observed = record.observation(t)
             assert observed.any()  # real planes, not the zeros of a stand-in record
-            np.testing.assert_array_equal(np.asarray(game.observe(state))[0], observed)
+            np.testing.assert_array_equal(np.asarray(observe(state))[0], observed)
             move = chess_bridge.pgx_action_to_move(int(action), board)
             assert move in board.legal_moves, (t, move, board.fen())
             board.push(move)

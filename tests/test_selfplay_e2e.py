@@ -157,11 +157,11 @@ def _games_on_disk(run_dir: Path) -> list[str]:
 def _check_records_replay_exactly(run_dir: Path, n: int = 30) -> None:
     """pgx replay of (init key, actions) reproduces each stored observation, player and outcome."""
     game = games.make("tic_tac_toe")
-    step = jax.jit(game.step)
+    step, observe = jax.jit(game.step), jax.jit(game.observe)
     for record in list(chunks.read_all(run_dir / "replay"))[:n]:
         state = game.init(jnp.asarray(record.init_key)[None])
         for t in range(record.plies):
-            np.testing.assert_array_equal(np.asarray(game.observe(state))[0], record.observation(t))
+            np.testing.assert_array_equal(np.asarray(observe(state))[0], record.observation(t))
             assert int(state.current_player[0]) == record.to_play[t]
             state = step(state, jnp.asarray([record.actions[t]]))
         assert bool(game.terminal(state)[0]) and record.termination == "rules"
