@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_search_tree import random_states
 
 import games
 import models
@@ -26,18 +27,7 @@ def _network():
 
 def _positions(n=16, plies=9):
     """Random mid-game connect-four states (no two columns alike, so the positions are not symmetric)."""
-    @jax.jit  # one compile, not one per op and ply
-    def ply(states, sub):
-        nxt = C4.step(states, jax.random.categorical(sub, jnp.where(C4.legal_mask(states), 0.0, -jnp.inf)))
-        return jax.tree.map(lambda a, b: jnp.where(C4.terminal(nxt).reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
-                            states, nxt)
-
-    states = C4.init(jax.random.split(jax.random.PRNGKey(2), n))
-    key = jax.random.PRNGKey(3)
-    for _ in range(plies):
-        key, sub = jax.random.split(key)
-        states = ply(states, sub)
-    return states
+    return random_states(C4, n, plies, seed=2)
 
 
 def test_averaged_network_is_the_mean_of_both_views_and_mirror_equivariant():
