@@ -17,7 +17,6 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy import optimize
 
 from arena.elo import Z95
 
@@ -111,6 +110,8 @@ def fit_ratings(games: Iterable[GameResult], anchor: str | None = None,
     advantage / draw_elo: fixed values, or None to fit them. prior_draws: virtual draws per
     pair of players that met (half with each colour).
     """
+    from scipy import optimize  # here, not at the top: a self-play driver imports this module (~0.5 s)
+
     games = list(games)
     names = list(players) if players else list(dict.fromkeys(
         n for g in games for n in (g.white, g.black)))

@@ -4,11 +4,8 @@ import os
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# Every compile goes to the persistent cache, the many small ones of eager (un-jitted) ops too: on a
-# warm cache they load instead of compiling (test_models_*: 73 s -> 25 s). Exported, so that the
-# selfplay.py subprocesses and their Ray workers keep them too.
-os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-
+# Every compile goes to the persistent cache (runtime/jax_cache.py), the many small ones of eager
+# (un-jitted) ops too: on a warm cache they load instead of compiling (test_models_*: 73 s -> 25 s).
 from runtime.jax_cache import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache()
