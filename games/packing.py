@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
 
@@ -38,7 +37,10 @@ def record_bytes(obs_shape: tuple[int, ...]) -> int:
 
 
 def _xp(x):
-    return np if isinstance(x, np.ndarray) else jnp
+    if isinstance(x, np.ndarray):
+        return np
+    import jax.numpy as jnp  # here: the replay actor packs numpy only and never loads JAX
+    return jnp
 
 
 def pack(obs) -> PackedObservation:
