@@ -37,7 +37,7 @@ selfplay: $(STAMP)
 # --durations: the 15 slowest tests close the log, so a suite creeping toward CI's 15 minutes shows where.
 # Two pytest-xdist workers on CI's 2 cores (tests/conftest.py starts the longest units first and sends
 # every compile to the persistent JAX cache): a fresh clone's `make test` 6 m 33 s with a warm cache
-# (pytest 362 s; 13 m 34 s with a cold one, pytest 783 s; 2026-11-27). TEST_WORKERS=0: one process.
+# (pytest 362 s; with a cold cache pytest takes 783 s; 2026-11-27). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: $(STAMP) stockfish lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=15 $(ARGS)
