@@ -75,19 +75,19 @@ def shared_scope(nodeid: str) -> str:
     return SHARED_SCOPES.get(nodeid.split("[", 1)[0], SHARED_SCOPES.get(module, nodeid))
 
 
-# The longest scheduling units (seconds alone on 2 busy cores, warm JAX cache, 2026-11-27) start
-# first: started last, one of them kept a worker busy ~90 s after the other had finished.
+# The longest scheduling units (seconds in a fresh clone's `make test`, 2 workers on 2 cores, warm JAX
+# cache, 2026-11-27) start first: started last, one of them kept a worker busy ~90 s after the other
+# had finished.
 LONGEST_FIRST = {
-    "tests/test_selfplay_e2e.py::test_tic_tac_toe_learns_on_two_node_cluster": 71,
-    "tests/test_selfplay_e2e.py::test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly": 68,
-    "tests/test_evaluation.py::test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve": 58,
-    "chess_rules": 35,
-    "two_devices": 28,
-    "tests/test_damage.py::test_damaged_chunk_and_checkpoint_on_resume_are_set_aside_and_the_run_continues": 25,
-    "tests/test_damage.py::test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted": 21,
-    "tests/test_selfplay_openings.py::test_random_plies_are_uniform_legal_moves_then_the_search_plays": 21,
+    "tests/test_selfplay_e2e.py::test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly": 76,
+    "tests/test_selfplay_e2e.py::test_tic_tac_toe_learns_on_two_node_cluster": 57,
+    "tests/test_evaluation.py::test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve": 50,
+    "chess_rules": 32,
+    "two_devices": 22,
+    "tests/test_damage.py::test_damaged_chunk_and_checkpoint_on_resume_are_set_aside_and_the_run_continues": 19,
     "distill_students": 19,
     "arena_network_agents": 19,
+    "tests/test_damage.py::test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted": 18,
 }
 
 
