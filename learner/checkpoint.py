@@ -11,6 +11,7 @@ When none is readable, CheckpointError says so in one line.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import zlib
@@ -43,6 +44,25 @@ def _one_line(e: BaseException) -> str:
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _quiet_closed_loop_callbacks():
+    """A failed orbax read (a truncated data file) leaves tensorstore callbacks aimed at orbax's
+    already closed asyncio loop: each printed a traceback ("Event loop is closed", ~40 for one file)
+    above the one line that reports the failure. Those are dropped while a restore runs; any other
+    unraisable exception goes to the hook that was there."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if not (isinstance(unraisable.exc_value, RuntimeError) and str(unraisable.exc_value) == "Event loop is closed"):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 class Checkpointer:
@@ -81,8 +101,9 @@ class Checkpointer:
         failed: list[tuple[int, str]] = []
         for step in steps:
             try:
-                restored = self._manager.restore(step, args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
+                with _quiet_closed_loop_callbacks():
+                    restored = self._manager.restore(step, args=ocp.args.Composite(
+                        state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
                 meta = dict(restored["meta"])
                 crc = meta.pop("state_crc32", None)  # absent in checkpoints of older code
                 if crc is not None and state_crc32(restored["state"]) != crc:
@@ -111,3 +132,11 @@ class Checkpointer:
 
     def close(self) -> None:
         self._manager.close()
+
+    def __enter__(self) -> "Checkpointer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # closed, not left to the garbage collector: orbax's manager then calls into an asyncio
+        # loop that is already closed ("Exception ignored ... Event loop is closed")
+        self.close()

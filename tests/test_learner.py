@@ -140,10 +140,11 @@ def test_checkpoint_restores_state_exactly(tmp_path):
     step = make_train_step(net, cfg)
     for _ in range(3):
         state, _ = step(state, batch)
-    ckpt = Checkpointer(tmp_path / "ck")
-    ckpt.save(state, {"samples_trained": 96})
+    with Checkpointer(tmp_path / "ck") as ckpt:
+        ckpt.save(state, {"samples_trained": 96})
     fresh = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(2))
-    restored, meta = Checkpointer(tmp_path / "ck").restore_latest(fresh)
+    with Checkpointer(tmp_path / "ck") as ckpt:
+        restored, meta = ckpt.restore_latest(fresh)
     assert meta == {"samples_trained": 96} and int(restored.step) == 3
     for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(restored)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -151,7 +152,8 @@ def test_checkpoint_restores_state_exactly(tmp_path):
     s1, m1 = step(state, batch)
     s2, m2 = step(restored, batch)
     np.testing.assert_allclose(m1["loss"], m2["loss"], rtol=1e-6)
-    assert Checkpointer(tmp_path / "empty").restore_latest(fresh) is None
+    with Checkpointer(tmp_path / "empty") as ckpt:
+        assert ckpt.restore_latest(fresh) is None
 
 
 def test_config_presets_load_and_bad_values_name_the_key():
@@ -226,6 +228,7 @@ def _largest_file(directory: Path) -> Path:
     return max((p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # no traceback noise either
 @pytest.mark.parametrize("damage", ["flip", "truncate", "metadata"])
 def test_unreadable_newest_checkpoint_falls_back_to_the_previous(tmp_path, damage):
     saved, fresh = _two_checkpoints(tmp_path)
@@ -252,7 +255,8 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(tmp_path, damag
     # the run goes on: step 2 can be saved again (it is no longer an orbax step) and restores
     ckpt.save(saved[1], {"samples_trained": 64})
     ckpt.close()
-    again, meta = Checkpointer(tmp_path / "ck").restore_latest(fresh, warn=warnings.append)
+    with Checkpointer(tmp_path / "ck") as ckpt:
+        again, meta = ckpt.restore_latest(fresh, warn=warnings.append)
     assert int(again.step) == 2 and meta == {"samples_trained": 64} and len(warnings) == 1
 
 
@@ -261,8 +265,8 @@ def test_no_readable_checkpoint_is_one_line_and_moves_nothing(tmp_path):
     _, fresh = _two_checkpoints(tmp_path)
     for step in ("1", "2"):
         (tmp_path / "ck" / step / "state" / "_METADATA").write_text("garbage")
-    with pytest.raises(CheckpointError) as info:
-        Checkpointer(tmp_path / "ck").restore_latest(fresh, warn=pytest.fail)
+    with pytest.raises(CheckpointError) as info, Checkpointer(tmp_path / "ck") as ckpt:
+        ckpt.restore_latest(fresh, warn=pytest.fail)
     assert "no readable checkpoint" in str(info.value) and "\n" not in str(info.value)
     assert (tmp_path / "ck" / "2").is_dir() and (tmp_path / "ck" / "1").is_dir()
 

@@ -175,12 +175,9 @@ def _restored_checkpoint(run_dir: Path):
     from selfplay import prepare
     cfg = load(SelfPlayConfig, run_dir / "config.yaml")
     game = games.make(cfg.game)
-    checkpointer = Checkpointer(run_dir / "checkpoints")
-    try:
+    with Checkpointer(run_dir / "checkpoints") as checkpointer:
         return checkpointer.restore_latest(prepare.initial_state(cfg, game, make_network(cfg.network, game.spec)),
                                            warn=pytest.fail)
-    finally:
-        checkpointer.close()
 
 
 def _checkpoint_steps(run_dir: Path) -> list[int]:
