@@ -234,3 +234,25 @@ def test_bfloat16_compute_shares_the_float32_parameters_and_keeps_float32_output
 
     grads = jax.jit(jax.grad(loss))(params)
     assert all(g.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
+
+
+def test_chess_tables_first_built_inside_a_jit_trace_are_concrete():
+    """models/attention_policy.py imports the chess tables on first use (a tic-tac-toe process never
+    builds pgx's chess rule core). In a fresh process whose first use is inside a jit trace, the
+    tables must still be concrete arrays, and a run of another game must not load them at all."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = (
+        "import sys, jax, jax.numpy as jnp\n"
+        "import selfplay.run\n"
+        "from models import attention_policy as ap\n"
+        "assert 'pgx._src.games.chess' not in sys.modules and 'games.chess_bridge' not in sys.modules\n"
+        "pair = jax.jit(lambda x: ap.gather(x, ap.pgx_index()).sum() + ap.gather(x, ap.compact_index()).sum())\n"
+        "print(float(pair(jnp.ones((1, ap.PAIR_SPACE)))))\n"
+        "from games import chess_bridge\n"
+        "assert not isinstance(chess_bridge.pgx_internals.from_plane(), jax.core.Tracer)\n")
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert float(result.stdout.split()[-1]) == 4672 + 1858  # every gathered logit, 1 each
