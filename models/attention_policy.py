@@ -18,6 +18,7 @@ searchless vocabulary (which is in absolute squares: one table per colour).
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import Sequence
 
 import chess
@@ -34,13 +35,12 @@ NEVER_LOGIT = -1e9  # finite (softmax and masking stay NaN-free) and far below a
 _UNDER_PIECES = {chess.ROOK: 0, chess.BISHOP: 1, chess.KNIGHT: 2}  # pgx's plane // 3 order
 
 
-def _chess_tables():
-    """games' chess tables, imported on first use: building them (pgx's chess rule core) costs ~1-4 s
-    that a run of another game never pays. Under ensure_compile_time_eval, so that a first use inside
-    a jit trace still builds concrete arrays, not tracers."""
+def _chess_table(module: str):
+    """games.<module> (chess_bridge, compact_actions, uci_vocab), imported on first use: building the
+    tables (pgx's chess rule core) costs ~1-4 s that a run of another game never pays. Under
+    ensure_compile_time_eval, so that a first use inside a jit trace still builds concrete arrays."""
     with jax.ensure_compile_time_eval():
-        from games import chess_bridge, compact_actions, uci_vocab
-    return chess_bridge, compact_actions, uci_vocab
+        return importlib.import_module(f"games.{module}")
 
 
 class AttentionPolicyHead(nn.Module):
@@ -88,7 +88,7 @@ def uci_pair_indices(ucis: Sequence[str], mirror: bool = False) -> np.ndarray:
 @functools.lru_cache(maxsize=None)
 def pgx_index() -> np.ndarray:
     """[4672] pair-space index of each pgx chess action (pgx actions are in the side-to-move frame)."""
-    cb = _chess_tables()[0]
+    cb = _chess_table("chess_bridge")
     white = cb.WHITE  # white's frame is the side-to-move frame
     out = np.full(cb.NUM_PGX_ACTIONS, NEVER, np.int32)
     for action in range(cb.NUM_PGX_ACTIONS):
@@ -114,7 +114,7 @@ def gather_by_colour(pair_logits: jax.Array, index: np.ndarray, is_black: jax.Ar
 @functools.lru_cache(maxsize=None)
 def compact_index() -> np.ndarray:
     """[1858] pair-space index of the compact moves (games/compact_actions.py, side-to-move frame)."""
-    out = uci_pair_indices(list(_chess_tables()[1].COMPACT_UCI))
+    out = uci_pair_indices(list(_chess_table("compact_actions").COMPACT_UCI))
     out.setflags(write=False)
     return out
 
@@ -123,7 +123,7 @@ def compact_index() -> np.ndarray:
 def vocab_index() -> np.ndarray:
     """[2, 1968] pair-space index of the searchless vocabulary (games/uci_vocab.py, absolute UCI):
     row 0 for white to move, row 1 for black (ranks mirrored into black's frame)."""
-    moves = list(_chess_tables()[2].MOVES)
+    moves = list(_chess_table("uci_vocab").MOVES)
     out = np.stack([uci_pair_indices(moves), uci_pair_indices(moves, mirror=True)])
     out.setflags(write=False)
     return out
