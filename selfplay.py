@@ -4,17 +4,17 @@
     python selfplay.py --config configs/chess_cpu.yaml --resume           # continue runs/chess_cpu
     python selfplay.py --config configs/chess_az.yaml --ray-address auto  # an existing Ray cluster
 
-Files go to runs/<name>/: config.yaml, checkpoints/, network/, replay/, tb/, games.pgn, corpus/.
-Ctrl-C stops after saving a checkpoint; `--resume` continues from it. The run itself is selfplay/run.py;
-the last line printed is its RunSummary (selfplay/messages.py) as JSON. An error on start (a damaged
+Files go to runs/<name>/: config.yaml, checkpoints/, network/, replay/, tb/, games.pgn, corpus/, summary.json.
+Ctrl-C stops after saving a checkpoint; `--resume` continues from it. The run itself is selfplay/run.py.
+At its end the run's summary (RunSummary, selfplay/messages.py) goes to runs/<name>/summary.json as
+JSON and a few lines to stdout: what the run made, its last evaluation, its network directory and the
+commands that play and resume it (`--json`: the JSON instead, one line). An error on start (a damaged
 file with --set replay.strict=true, no readable checkpoint, a config that differs from the run's on
 --resume, a full disk) is one line on stderr naming the problem and the fix, exit status 2.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import sys
 
 
@@ -26,6 +26,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--resume", action="store_true", help="continue runs/<name>/ from its last checkpoint")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of the live table")
+    p.add_argument("--json", action="store_true",
+                   help="end with the run's summary as one JSON line (as in runs/<name>/summary.json) "
+                        "instead of the lines for a person")
     return p.parse_args(argv)
 
 
@@ -46,8 +49,9 @@ def main(argv=None) -> int:
     from learner.checkpoint import CheckpointError
     from replay.record import RecordError
     from selfplay.errors import RunError
-    from selfplay.prepare import start_error_line
+    from selfplay.prepare import run_dir_of, start_error_line
     from selfplay.run import run
+    from selfplay.summary import summary_json, summary_lines, write_summary
 
     try:
         summary = run(cfg, resume=args.resume, ray_address=args.ray_address,
@@ -58,7 +62,12 @@ def main(argv=None) -> int:
     except OSError as e:  # a missing or unwritable path, a full disk: one line with the fix
         print(f"selfplay.py: {start_error_line(e)}", file=sys.stderr)
         return 2
-    print(json.dumps(dataclasses.asdict(summary)))
+    run_dir = run_dir_of(cfg)
+    try:
+        write_summary(run_dir, summary)
+    except OSError as e:  # a full disk at the end: the summary still reaches stdout
+        print(f"selfplay.py: summary.json not written: {start_error_line(e)}", file=sys.stderr)
+    print(summary_json(summary) if args.json else "\n".join(summary_lines(summary, cfg, run_dir)))
     return 0
 
 

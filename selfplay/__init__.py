@@ -9,6 +9,7 @@
     selfplay/learners.py         the learner in this process or in a Ray actor, behind one interface
     selfplay/parameter_store.py  published network variables by version (a Ray actor)
     selfplay/progress.py         live table and TensorBoard scalars
+    selfplay/summary.py          the run's end: summary.json and the lines selfplay.py prints
     selfplay/messages.py         the typed messages crossing process boundaries
 
 The CLI is selfplay.py beside this package. Nothing below this package imports it.

@@ -10,7 +10,7 @@ defined here.
     LearnerLocation learner -> run         learner/messages.py
     EvalRequest     run -> evaluator       here
     EvalReport      evaluator -> run       here
-    RunSummary      run -> selfplay.py     here (printed as JSON via dataclasses.asdict), with
+    RunSummary      run -> selfplay.py     here (runs/<name>/summary.json: selfplay/summary.py), with
     LearnerFigures and GpuFigures
 """
 from __future__ import annotations

@@ -103,8 +103,8 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
     """Two simulated nodes, one actor on each, the learner in its own Ray actor; the trained agent
     holds perfect play.
 
-    Goal of issue 6: no loss in 100 games as either colour (the untrained agent with the same
-    search loses ~90 as the second player).
+    The goal: no loss in 100 games as either colour (the untrained agent with the same search loses
+    most of its games as the second player).
     """
     import ray
     from ray.cluster_utils import Cluster
@@ -247,7 +247,8 @@ def _kill_dash_nine(proc: subprocess.Popen) -> None:
 
 
 def _stopped_summary(proc: subprocess.Popen, how: str) -> dict:
-    """Ctrl-C (SIGINT to the process group) or SIGTERM (to the driver alone); the run's JSON summary."""
+    """Ctrl-C (SIGINT to the process group) or SIGTERM (to the driver alone); the run's JSON summary
+    (its last line on stdout with --json)."""
     import json
     try:
         if how == "ctrl-c":
@@ -278,7 +279,7 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     A resume that runs to max_steps exactly: test_damage.py and test_evaluation.py (each resumes once)."""
     run_dir = tmp_path / "ttt_stops"
     base = [sys.executable, str(ROOT / "selfplay.py"), "--config", str(ROOT / "configs/tic_tac_toe.yaml"),
-            "--no-progress", "--set", f"runs_dir={tmp_path}", "--set", "name=ttt_stops",
+            "--no-progress", "--json", "--set", f"runs_dir={tmp_path}", "--set", "name=ttt_stops",
             "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1", "--set", "learner.num_cpus=0"]
     actor_no_eval = ["learner.placement=actor", "evaluation.enabled=false"]
 

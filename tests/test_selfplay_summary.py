@@ -1,0 +1,94 @@
+"""A run's end (selfplay/summary.py): runs/<name>/summary.json holds every field of the RunSummary,
+and the lines for a person name what was made, the last Elo with its interval, the network directory
+and commands that play and resume it, which parse as the CLIs' own arguments."""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from configs.loader import load
+from selfplay.config import SelfPlayConfig
+from selfplay.messages import EvalReport, RunSummary
+from selfplay.summary import summary_json, summary_lines, write_summary
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _summary(**changes) -> RunSummary:
+    report = EvalReport(step=300, hours=0.1, positions=5000, games=600, loss=1.2, elo=212.4, elo_lower=101.0,
+                        elo_upper=330.2, score_vs_random=0.875, mates_search=None, mates_policy=None, seconds=12.0,
+                        scores=(("random", 0.875),))
+    base = RunSummary(stop_reason="max_minutes", step=340, start_step=40, samples_trained=340 * 128,
+                      games_total=812, positions_total=51234, games_this_session=700, reloaded_games=112,
+                      metrics=None, learner=None, seconds=366.0, games_quarantined=0, actor_restarts=0,
+                      actor_nodes=("n1",), evaluation=report, positions_per_s=140.2)
+    return dataclasses.replace(base, **changes)
+
+
+def _cli(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_cli", ROOT / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_summary_json_file_holds_every_field(tmp_path):
+    summary = _summary()
+    path = write_summary(tmp_path, summary)
+    assert path == tmp_path / "summary.json"
+    data = json.loads(path.read_text())
+    assert data == json.loads(summary_json(summary)) == json.loads(json.dumps(dataclasses.asdict(summary)))
+    assert data["evaluation"]["elo_lower"] == 101.0 and data["positions_total"] == 51234
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary file left
+
+
+def test_lines_for_a_chess_run_name_the_network_and_the_commands(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=mine"])
+    run_dir = Path("runs/mine")
+    (run_dir / "network").mkdir(parents=True)
+    lines = summary_lines(_summary(), cfg, run_dir)
+    text = "\n".join(lines)
+    assert 3 <= len(lines) <= 8 and max(map(len, lines)) < 200, text
+    assert "step 340 (300 this session)" in lines[0] and "812 games (700 this session)" in lines[0]
+    assert "51,234 positions" in lines[0] and "6.1 minutes" in lines[0]
+    assert "+212 [+101, +330]" in text and "88% vs random" in text
+    assert "network: runs/mine/network" in text
+    commands = {line.split(":", 1)[0].strip(): shlex.split(line.split(":", 1)[1]) for line in lines[2:]}
+    assert commands["play it"][0] == str(Path(sys.executable))  # not resolved: a venv's python is a link
+    match_args = commands["play it"][2:]
+    assert commands["play it"][1].endswith("match.py") and match_args[0] == "mcts:net=runs/mine/network"
+    parsed = _cli("match").build_parser().parse_args(match_args)
+    assert parsed.games == 20
+    assert commands["as UCI"][-2:] == ["--agent", "mcts:net=runs/mine/network"]
+    resume = _cli("selfplay").parse_args(commands["resume it"][2:])
+    assert resume.resume and resume.config == "runs/mine/config.yaml" and not resume.overrides
+    assert "runs/mine/summary.json" in lines[-1]
+
+
+def test_lines_for_a_run_stopped_at_max_steps_resume_with_more_steps(tmp_path):
+    cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [f"runs_dir={tmp_path}", "name=t"])
+    lines = summary_lines(_summary(stop_reason="max_steps", evaluation=None), cfg, tmp_path / "t")
+    text = "\n".join(lines)
+    assert "match.py" not in text and "uci.py" not in text  # they play chess
+    new = summary_lines(_summary(start_step=0, reloaded_games=0), cfg, tmp_path / "t")[0]
+    assert "this session" not in new and "step 340, 51,234 positions in 812 games, 140 positions/s" in new
+    assert "network: none saved yet" in text
+    resume = _cli("selfplay").parse_args(shlex.split(next(x for x in lines if x.startswith("resume it:"))
+                                                     .split(":", 1)[1])[2:])
+    assert resume.resume and resume.overrides == ["learner.max_steps=680"]
+    assert resume.config == str(tmp_path / "t" / "config.yaml")
+
+
+def test_a_run_config_yaml_loads_as_the_config_it_resumes_with(tmp_path):
+    """The resume line passes runs/<name>/config.yaml as --config: it loads to the run's own config."""
+    import yaml
+
+    from configs.loader import to_dict
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [f"runs_dir={tmp_path}", "name=r", "max_minutes=3"])
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    assert load(SelfPlayConfig, tmp_path / "config.yaml", []) == cfg
