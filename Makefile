@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # JAX's persistent compilation cache lives in ~/.cache/zerochess/jax (or $JAX_COMPILATION_CACHE_DIR):
-# a search compile of ~6 s drops to ~0.4 s on the next run, in any checkout.
+# a compile is loaded from it on the next run, in any checkout.
 export ZEROCHESS_DATA ?= $(abspath $(CURDIR)/../shared/data)
 STOCKFISH_BIN ?= /usr/games/stockfish
 
@@ -35,9 +35,9 @@ selfplay: $(STAMP)
 	$(PY) selfplay.py --config configs/chess_cpu.yaml --set name=$(RUN) $(ARGS)
 
 # --durations: the 15 slowest tests close the log, so a suite creeping toward CI's 15 minutes shows where.
-# Two pytest-xdist workers on CI's 2 cores (tests/conftest.py starts the longest units first and sends
-# every compile to the persistent JAX cache): a fresh clone's `make test` 6 m 33 s with a warm cache
-# (pytest 362 s; with a cold cache pytest takes 783 s; 2026-11-27). TEST_WORKERS=0: one process.
+# Two pytest-xdist workers on CI's 2 cores (tests/conftest.py starts the longest units first, in the order
+# of the last run's durations, and sends every compile to the persistent JAX cache); measured times:
+# docs/experiments/2026-11-27-suite-time.md. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: $(STAMP) stockfish lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=15 $(ARGS)

@@ -5,7 +5,7 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Every compile goes to the persistent cache (runtime/jax_cache.py), the many small ones of eager
-# (un-jitted) ops too: on a warm cache they load instead of compiling (test_models_*: 73 s -> 25 s).
+# (un-jitted) ops too: on a warm cache they load instead of compiling.
 from runtime.jax_cache import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache()
@@ -60,7 +60,7 @@ def two_device_checks(tmp_path_factory) -> dict:
 # with --dist load. (pytest-xdist's own xdist_group marks are lost under pytest 9: it renames node
 # ids through an attribute pytest no longer reads.)
 SHARED_SCOPES = {
-    "tests/test_chess_rules.py": "chess_rules",  # 200 games stepped against python-chess, ~35 s
+    "tests/test_chess_rules.py": "chess_rules",  # 200 games stepped against python-chess
     "tests/test_warm_start.py": "warm_start",  # a distilled network trained once
     "tests/test_distill_students.py": "distill_students",  # six students trained once
     "tests/test_arena_network_agents.py": "arena_network_agents",
@@ -75,25 +75,74 @@ def shared_scope(nodeid: str) -> str:
     return SHARED_SCOPES.get(nodeid.split("[", 1)[0], SHARED_SCOPES.get(module, nodeid))
 
 
-# The longest scheduling units (seconds in a fresh clone's `make test`, 2 workers on 2 cores, warm JAX
-# cache, 2026-11-27) start first: started last, one of them kept a worker busy ~90 s after the other
-# had finished.
-LONGEST_FIRST = {
-    "tests/test_selfplay_e2e.py::test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly": 76,
-    "tests/test_selfplay_e2e.py::test_tic_tac_toe_learns_on_two_node_cluster": 57,
-    "tests/test_evaluation.py::test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve": 50,
-    "chess_rules": 32,
-    "two_devices": 22,
-    "tests/test_damage.py::test_damaged_chunk_and_checkpoint_on_resume_are_set_aside_and_the_run_continues": 19,
-    "distill_students": 19,
-    "arena_network_agents": 19,
-    "tests/test_damage.py::test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted": 18,
-}
+# The longest scheduling units start first: started last, one of them keeps a worker busy long after
+# the other has finished. Their order is learnt from the last run's durations (each test's setup, call
+# and teardown seconds, kept in pytest's cache under DURATIONS_KEY); a unit's time is the sum of its
+# tests'. Units with no duration yet (a fresh clone) that are known to be slow start first, in this order.
+DURATIONS_KEY = "zerochess/test_durations"
+KNOWN_SLOW = (
+    "tests/test_selfplay_e2e.py::test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly",
+    "tests/test_selfplay_e2e.py::test_tic_tac_toe_learns_on_two_node_cluster",
+    "tests/test_evaluation.py::test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve",
+    "chess_rules",
+    "two_devices",
+    "tests/test_damage.py::test_damaged_chunk_and_checkpoint_on_resume_are_set_aside_and_the_run_continues",
+    "distill_students",
+    "arena_network_agents",
+    "tests/test_damage.py::test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted",
+)
 
 
-def pytest_collection_modifyitems(items):
-    """Longest first (LONGEST_FIRST), the rest in file order; a unit's tests stay together."""
-    items.sort(key=lambda item: -LONGEST_FIRST.get(shared_scope(item.nodeid.split("[", 1)[0]), 0))
+def _unit(item_or_nodeid) -> str:
+    nodeid = getattr(item_or_nodeid, "nodeid", item_or_nodeid)
+    return shared_scope(nodeid.split("[", 1)[0])
+
+
+def _unit_seconds(items, durations: dict) -> dict:
+    """unit -> seconds: the sum of its tests' last durations; a KNOWN_SLOW unit none of whose tests has
+    a duration yet (a fresh clone, a new test) comes before every measured one, in KNOWN_SLOW's order."""
+    seconds: dict = {}
+    for item in items:
+        if item.nodeid in durations:
+            unit = _unit(item)
+            seconds[unit] = seconds.get(unit, 0.0) + float(durations[item.nodeid])
+    top = max(seconds.values(), default=0.0)
+    for rank, unit in enumerate(KNOWN_SLOW):
+        if unit not in seconds:
+            seconds[unit] = top + len(KNOWN_SLOW) - rank
+    return seconds
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest unit first (the last run's durations), the rest in file order; a unit's tests stay
+    together. Every xdist worker collects the same order (the cache is written only at the end)."""
+    cache = getattr(config, "cache", None)
+    durations = (cache.get(DURATIONS_KEY, {}) if cache is not None else {}) or {}
+    seconds = _unit_seconds(items, durations if isinstance(durations, dict) else {})
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(_unit(item), i)
+    items.sort(key=lambda item: (-seconds.get(_unit(item), 0.0), first[_unit(item)]))
+
+
+_ran: dict = {}  # nodeid -> seconds of this run (setup + call + teardown), in the process that reports
+
+
+def pytest_runtest_logreport(report):
+    """Every phase's duration; under xdist the controller receives the workers' reports too."""
+    _ran[report.nodeid] = _ran.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """The durations of the tests that ran, merged into the cache's (tests not run keep theirs).
+    Written by the controller (or the single process), not by xdist's workers."""
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if cache is None or hasattr(config, "workerinput") or not _ran:
+        return
+    known = cache.get(DURATIONS_KEY, {}) or {}
+    known = known if isinstance(known, dict) else {}
+    cache.set(DURATIONS_KEY, {**known, **{k: round(v, 2) for k, v in _ran.items()}})
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent with -p no:xdist
