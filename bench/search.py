@@ -39,9 +39,9 @@ GRID = [(8, 32), (8, 128), (8, 800), (64, 32), (64, 128)]
 SHARE_AT = (32, 128)
 # Naive runs skipped by default, with the reason (stock mctx cost grows ~ simulations^2).
 NAIVE_SKIP = {
-    (8, 800): "skipped: naive tree ~ simulations^2; at 8x128 it takes ~11 s (issue 7), so 8x800 "
+    (8, 800): "skipped: naive tree ~ simulations^2; at 8x128 it took ~11 s (2 shared cores, 2026-11-22), so 8x800 "
               "would take several minutes per search",
-    (64, 128): "skipped: naive PUCT 32x128 took 74.7 s per search (issue 7); 64x128 would exceed "
+    (64, 128): "skipped: naive PUCT 32x128 took 74.7 s per search (2026-11-22); 64x128 would exceed "
                "the bench's 10-minute budget",
 }
 

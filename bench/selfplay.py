@@ -4,7 +4,7 @@
     .venv/bin/python bench/selfplay.py --only ref_2x32 --plies 5
     .venv/bin/python bench/selfplay.py --config configs/connect_four.yaml --set actors.games_per_actor=128
 
-Reference config (issue 6, the pgx AlphaZero example's): chess, 64 games in parallel, 32 Gumbel
+Reference config (the pgx AlphaZero example's): chess, 64 games in parallel, 32 Gumbel
 simulations, ResNet 2x32 and 6x64, training batch 256. A ply is one batched search + one env step
 of every game, measured as the self-play actor runs it (search, observation and targets to host,
 step). The split: network = (simulations + 1) batched network calls, env = (simulations + 1)
@@ -15,7 +15,7 @@ dense to 4672; value hidden width = filters); `ref_2x32_chess_head` and `chess_c
 The machine is shared, so the bench also times the pgx AlphaZero example's way under the same load
 (search: stock `mctx.gumbel_muzero_policy` over the full 4672-action axis, same network and env;
 learner: its Adam step on dense policy targets, same network) and reports our speed-ups over it
-beside the issue's absolute figures. Learner rates are the median of 3 rounds. Prints ONE JSON object
+beside the absolute figures. Learner rates are the median of 3 rounds. Prints ONE JSON object
 on stdout at the end; each phase's figures go to stderr as it finishes (one JSON line each), so a long
 bench that is killed (a 19x256 network at 800 simulations) still leaves what it measured.
 """

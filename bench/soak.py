@@ -47,7 +47,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# The figures of issue 15's goal: the driver, the replay buffer, the actors, the learner, the object store.
+# The figures the goal holds to (growth < GOAL): the driver, the replay buffer, the actors, the learner, the object store.
 MEMORY_FIGURES = ("driver_rss", "replay_rss", "learner_rss", "actors_rss_total", "object_store_bytes")
 # Growth reported without a goal: the raylet is Ray's own process, and a bare Ray's grows with nothing of
 # zerochess running (`--idle-ray`); /dev/shm is a high-water mark; replay disk grows with the games kept.

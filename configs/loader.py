@@ -58,7 +58,7 @@ def _upgrade_level(cls: type, data: dict, prefix: str) -> dict:
 
 
 def upgrade(cls: type, data: Mapping[str, Any] | None, prefix: str = "") -> dict:
-    """A nested mapping for dataclass `cls` as today's fields name it (`upgrade_dict`, `RETIRED`, at
+    """A nested mapping for dataclass `cls` as the current fields name it (`upgrade_dict`, `RETIRED`, at
     every level); unknown keys are left for `from_dict` to report. ConfigError on a retired value."""
     data = _upgrade_level(cls, dict(data or {}), prefix)
     hints = typing.get_type_hints(cls)

@@ -52,7 +52,7 @@ def check_game(cfg: NetworkConfig, game: str) -> None:
 
 
 def upgrade_network_dict(network: Any, game: Optional[str]) -> Any:
-    """An older config's `network` mapping as today's fields name it: the ResNet's own feature planes,
+    """An older config's `network` mapping as the current fields name it: the ResNet's own feature planes,
     `resnet.parity_plane: true` and `resnet.threat_planes: k` (k the game's line, connect four 4),
     become `input_features: [parity, threats]` (the order the ResNet appended them in: the same input,
     the same parameters). ConfigError (one line) for what has no such mapping."""

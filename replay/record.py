@@ -36,7 +36,7 @@ MAGIC = "zcgr"
 SCHEMA_VERSION = 5
 READABLE_VERSIONS = (1, 2, 3, 4, 5)
 ObsEncoding = Literal["packed", "zlib"]
-_RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> today's
+_RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> the current one
 
 
 class RecordError(ValueError):

@@ -30,7 +30,7 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/steps.txt"; }
 
 if [ "$mode" = preset ]; then
-  stamp "baseline: today's code, bench/selfplay.py, chess_cpu at 1024 games"
+  stamp "baseline: the code before the change (.baseline/), bench/selfplay.py, chess_cpu at 1024 games"
   (cd .baseline && XLA_PYTHON_CLIENT_MEM_FRACTION=.5 timeout 90 python3 bench/selfplay.py --config configs/chess_cpu.yaml \
      --no-baseline --plies 5 --set actors.games_per_actor="$games" learner.batch_size=1024) \
      > "$OUT/baseline_bench.json" 2> "$OUT/baseline_bench.log"
@@ -50,7 +50,7 @@ elif [ "$mode" = compare ]; then
   stamp "new code: chess_cpu's network in the real run, 2 actors x 4096 games, 1.5 minutes"
   timeout 200 python3 bench/gpu_run.py "${common[@]}" --minutes 1.5 --runs-dir runs --name cpu_net --plies 3 \
      --train-steps 10 > "$OUT/compare_new.json" 2> "$OUT/compare_new.log"
-  stamp "today's code: the issue's one-actor command, 1.5 minutes"
+  stamp "baseline (.baseline/): the one-actor run, 1.5 minutes"
   (cd .baseline && XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 150 python3 selfplay.py --config configs/chess_cpu.yaml \
      --no-progress --set actors.num_gpus=1 actors.games_per_actor=1024 learner.batch_size=1024 \
      replay.window_positions=1000000 replay.min_positions=20000 evaluation.enabled=false ray_num_cpus=16 \

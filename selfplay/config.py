@@ -91,7 +91,7 @@ class SelfPlayConfig:
 
     @classmethod
     def upgrade_dict(cls, data: dict) -> dict:
-        """An older run's keys as today's fields name them (configs/loader.py): the ResNet's feature
+        """An older run's keys as the current fields name them (configs/loader.py): the ResNet's feature
         planes become network.input_features, which needs the game (models/network.py)."""
         if "network" in data:
             data["network"] = upgrade_network_dict(data["network"], data.get("game", cls.game))

@@ -36,7 +36,7 @@ def run_dir_of(cfg: SelfPlayConfig) -> Path:
 
 
 def prepare_run_dir(cfg: SelfPlayConfig, resume: bool) -> Path:
-    """The run directory with today's config.yaml: a new run's (refused where a run exists), or on
+    """The run directory with the current config.yaml: a new run's (refused where a run exists), or on
     --resume an existing run's (refused where it holds none or another game or network)."""
     run_dir = run_dir_of(cfg)
     started = (run_dir / "config.yaml").exists()
@@ -53,7 +53,7 @@ def prepare_run_dir(cfg: SelfPlayConfig, resume: bool) -> Path:
 
 def check_resumable(run_dir: Path, cfg: SelfPlayConfig) -> None:
     """On --resume: the run's config.yaml parses and names the same game and network as `cfg` (read as
-    today's fields name them: a retired option set in the run is one line)."""
+    the current fields name them: a retired option set in the run is one line)."""
     path = run_dir / "config.yaml"
     try:
         saved = yaml.safe_load(path.read_text())
@@ -73,7 +73,7 @@ def check_resumable(run_dir: Path, cfg: SelfPlayConfig) -> None:
 
 
 def _first_difference(saved, now, key: str) -> str | None:
-    """The first key where a saved config differs from today's ("network.resnet.filters: 32 -> 64");
+    """The first key where a saved config differs from the current one ("network.resnet.filters: 32 -> 64");
     keys only one side has are not differences (a newer code's field with its default)."""
     if isinstance(saved, dict) and isinstance(now, dict):
         for k in saved:

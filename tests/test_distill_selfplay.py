@@ -79,7 +79,7 @@ def test_fast_plies_of_an_older_playout_capped_corpus_are_left_out(tmp_path):
     assert len(store) == 4
     full = np.concatenate([store.split(s, 0.5) for s in ("train", "test")])
     assert sorted(store[int(i)]["ply"] for i in full) == [0, 2]
-    assert "full_search" not in next(corpus.rows(_game_record()))  # today's corpora have no fast plies
+    assert "full_search" not in next(corpus.rows(_game_record()))  # current corpora have no fast plies
 
 
 def test_av_values_of_unvisited_moves_come_from_the_teacher(frozen, tmp_path):

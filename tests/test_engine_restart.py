@@ -1,4 +1,4 @@
-"""Stockfish dying (issue 15): killed mid-move in a match game or mid-board in `distill.py annotate`,
+"""Stockfish dying: killed mid-move in a match game or mid-board in `distill.py annotate`,
 the engine is restarted and the move / board retried once, then reported. The processes are really
 killed (SIGKILL to the engine's pid while it searches or before it is asked)."""
 from __future__ import annotations

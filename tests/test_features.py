@@ -215,7 +215,7 @@ def test_older_run_configs_and_network_directories_read_as_input_features(tmp_pa
     cfg = load(SelfPlayConfig, path)
     assert cfg.network.input_features == ("parity", "threats") and cfg.network.resnet == TINY
     from selfplay.prepare import check_resumable
-    check_resumable(tmp_path, cfg)  # the run resumes with today's preset keys
+    check_resumable(tmp_path, cfg)  # the run resumes with the current preset keys
     assert load(SelfPlayConfig, path, ["network.input_features=[parity, threats]"]) == cfg
     for parity, k, want in ((False, 4, ["threats"]), (True, 0, ["parity"])):
         assert upgrade_network_dict(_old_network_dict(parity, k), "connect_four")["input_features"] == want

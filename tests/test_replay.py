@@ -70,7 +70,7 @@ def test_unknown_schema_version_is_refused():
 
 
 def test_schema_v1_record_still_decodes():
-    """Schema 1 named the legal-move count `legal`; a v1 frame (built here by hand) reads as today's."""
+    """Schema 1 named the legal-move count `legal`; a v1 frame (built here by hand) reads as a current one."""
     rec = make_record("old", 4, seed=3)
     body = msgpack.unpackb(msgpack.unpackb(encode(rec), raw=False)[3], raw=False)
     body["legal"] = body.pop("num_legal")
@@ -85,7 +85,7 @@ def test_schema_v1_record_still_decodes():
 @pytest.mark.parametrize("version", [3, 4])
 def test_older_records_with_full_search_decode_and_ignore_it(version):
     """Schemas 3 and 4 carried `full_search` per ply (playout cap randomization, since retired): such a
-    frame (built here by hand) reads as today's record, the field ignored."""
+    frame (built here by hand) reads as a current record, the field ignored."""
     rec = make_record("pcr", 6, seed=2)
     body = msgpack.unpackb(msgpack.unpackb(encode(rec), raw=False)[3], raw=False)
     body["full_search"] = np.array([1, 0, 0, 1, 0, 1], bool).tobytes()
@@ -163,7 +163,7 @@ def test_corrupt_chunk_on_reload_names_the_file(tmp_path):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(RecordError, match="chunk-000000.msgpack"):  # strict: today's stop on damage
+    with pytest.raises(RecordError, match="chunk-000000.msgpack"):  # strict: stop on damage
         ReplayBuffer(tmp_path, ReplayConfig(strict=True), num_actions=9, max_legal_actions=9)
 
 
@@ -329,7 +329,7 @@ def test_freeze_writes_an_immutable_corpus_with_fens(tmp_path):
     assert sum(1 for _ in records.iter_records(tmp_path / "corpus")) == 24
 
 
-# -- damage on reload (issue 15) -------------------------------------------------------------------
+# -- damage on reload ------------------------------------------------------------------------------
 
 def _chunk_with_games(tmp_path, n: int, per_chunk: int = 10):
     buf = ReplayBuffer(tmp_path, ReplayConfig(games_per_chunk=per_chunk), num_actions=9, max_legal_actions=9)
