@@ -110,7 +110,7 @@ def fit_ratings(games: Iterable[GameResult], anchor: str | None = None,
     advantage / draw_elo: fixed values, or None to fit them. prior_draws: virtual draws per
     pair of players that met (half with each colour).
     """
-    from scipy import optimize  # here, not at the top: a self-play driver imports this module (~0.5 s)
+    from scipy import optimize  # here, not at the top: a self-play driver imports this module (scipy is slow to import)
 
     games = list(games)
     names = list(players) if players else list(dict.fromkeys(

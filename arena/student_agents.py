@@ -14,14 +14,12 @@ SV  the move whose successor has the lowest expected value for the opponent (sco
 BC  the most probable legal move (score = log-probability renormalised over legal moves)
 The paper's fixes: with `repetition_draw` (default on) a move that would complete a threefold
 repetition scores 0.5 (AV/SV: a win probability); `repetition_count=2` scores 0.5 already for a
-move back to any position of the game, as engines score a repetition inside their search (measured:
-the same 4 / 36 / 0 against random as the paper's fix, fewer threefolds, more 50-move draws;
-docs/experiments/2026-11-24-distill-students-cpu.md); with `temperature` > 0 a move is sampled from
+move back to any position of the game, as engines score a repetition inside their search (it changes
+which draws a student makes, not its score); with `temperature` > 0 a move is sampled from
 softmax(score / temperature), for the first `temperature_plies` plies of the game (default: all).
 With `rules` (default on) an AV student scores a move that ends the game by the rules with the rules'
-value (mate 1, draw 0.5), as the SV student's one-ply rule always does: the 30-minute AV-all student
-scored 55% against random without it (4 / 36 / 0: it won material and could not mate) and 81-91%
-with it (85.5% over five 40-game runs; docs/experiments/2026-11-24-distill-students-cpu.md).
+value (mate 1, draw 0.5), as the SV student's one-ply rule always does: on network scores alone a
+student that wins material may still never mate. Measured: docs/experiments/2026-11-24-distill-students-cpu.md.
 AV/SV report the chosen move's win probability p as the value 2p - 1 (so as centipawns over UCI);
 BC has no value. JAX and the network load only when such an agent is built.
 """

@@ -37,7 +37,7 @@ _UNDER_PIECES = {chess.ROOK: 0, chess.BISHOP: 1, chess.KNIGHT: 2}  # pgx's plane
 
 def _chess_table(module: str):
     """games.<module> (chess_bridge, compact_actions, uci_vocab), imported on first use: building the
-    tables (pgx's chess rule core) costs ~1-4 s that a run of another game never pays. Under
+    tables (pgx's chess rule core) costs seconds that a run of another game never pays. Under
     ensure_compile_time_eval, so that a first use inside a jit trace still builds concrete arrays."""
     with jax.ensure_compile_time_eval():
         return importlib.import_module(f"games.{module}")
