@@ -9,6 +9,14 @@ with these attributes does): observation [B, *obs_shape] or its games.packing.Pa
 (unpacked inside the step, on the device), legal_actions [B, W] (pgx ids, -1 pads),
 policy [B, W] (pi over those moves), z [B]. The network's logits are gathered at the legal moves
 inside the jitted step and log p is taken over those alone (no dense [B, A] targets).
+
+Beside the losses the metrics say whether the value head is alive (docs/selfplay.md, "Value health"):
+value_std (spread of v over the batch), value_active (share of the ResNet value head's first ReLU
+units that pass, sown by models/resnet.py; absent for other families), value_explained (1 - Var(z - v)
+/ Var(z), NaN when every z of the batch is equal); and, for batches that carry them (TrainingBatch's
+`ending` and `version`), what the learner trains on: trained_<ending> (the batch's share of positions
+from games that ended so, ENDINGS) and sample_age (learner step minus the version of
+the network that played the position, mean over the batch).
 """
 from __future__ import annotations
 
@@ -21,7 +29,12 @@ import optax
 
 from games import packing, symmetry
 from learner.config import LearnerConfig
+from models.resnet import VALUE_ACTIVE
 from search import slots
+
+# What Batch.ending's codes 0..3 mean: how the position's game ended (replay.messages.ENDINGS is the
+# same tuple on the producing side; learner/ does not import replay/, a test pins that they agree)
+ENDINGS = ("won_by_rules", "resigned", "capped", "drawn_by_rules")
 
 
 class TrainState(NamedTuple):
@@ -42,6 +55,8 @@ class Batch(Protocol):
     policy: jax.Array  # [B, W] pi over those moves
     z: jax.Array  # [B] outcome for the side to move
     q: jax.Array | None  # [B] the search's root value for the side to move (needed when q_ratio > 0)
+    # optional (read with getattr): ending [B] int8 index into ENDINGS of how the position's game
+    # ended, version [B] int32 the parameter version that played it
 
 
 def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
@@ -90,20 +105,57 @@ def value_target(cfg: LearnerConfig, batch: Batch) -> jax.Array:
     return (1.0 - cfg.q_ratio) * z + cfg.q_ratio * jnp.asarray(batch.q).astype(jnp.float32)
 
 
+def explained_variance(z: jax.Array, v: jax.Array) -> jax.Array:
+    """[] 1 - Var(z - v) / Var(z) over the batch: the share of the outcomes' variance the value
+    explains (1: v = z; 0: no better than z's mean; < 0: worse). NaN when Var(z) is 0."""
+    var_z = jnp.var(z)
+    return jnp.where(var_z > 0, 1.0 - jnp.var(z - v) / jnp.where(var_z > 0, var_z, 1.0), jnp.nan)
+
+
+def sown(intermediates: Any, name: str) -> jax.Array | None:
+    """The value a module sowed under `name` anywhere in an "intermediates" collection (a network
+    wrapped by models/network.py nests it), or None if none did."""
+    for path, leaf in jax.tree_util.tree_flatten_with_path(intermediates)[0]:
+        if any(getattr(k, "key", None) == name for k in path):
+            return leaf
+    return None
+
+
+def batch_figures(batch: Batch, step: jax.Array) -> dict[str, jax.Array]:
+    """What the batch trains on: trained_<ending> (share of its positions from games that ended so)
+    and sample_age (mean of `step` minus the version that played each position); {} for batches
+    without `ending` / `version`."""
+    figures = {}
+    ending = getattr(batch, "ending", None)
+    if ending is not None:
+        ending = jnp.asarray(ending)
+        for i, name in enumerate(ENDINGS):
+            figures[f"trained_{name}"] = jnp.mean((ending == i).astype(jnp.float32))
+    version = getattr(batch, "version", None)
+    if version is not None:
+        figures["sample_age"] = jnp.mean((step - jnp.asarray(version)).astype(jnp.float32))
+    return figures
+
+
 def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch):
     """Scalar loss, (new batch_stats, metrics dict)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
-                             train=True, mutable=["batch_stats"])
+                             train=True, mutable=["batch_stats", "intermediates"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
     policy_loss = cross_entropy.mean()
     z = jnp.asarray(batch.z).astype(jnp.float32)
     value_loss = jnp.mean((value_target(cfg, batch) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
+    v = jax.lax.stop_gradient(out.value.astype(jnp.float32))
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,
                "policy_entropy": -jnp.sum(jnp.where(valid, jnp.exp(log_p) * log_p, 0.0), axis=-1).mean(),
                # spread of v over the batch: ~0 once the value head ignores its input (a dead ReLU)
-               "value_std": jnp.std(out.value.astype(jnp.float32))}
+               "value_std": jnp.std(v),
+               "value_explained": explained_variance(z, v)}
+    active = sown(updates.get("intermediates", {}), VALUE_ACTIVE)
+    if active is not None:
+        metrics["value_active"] = jnp.asarray(active, jnp.float32)
     if out.wdl_logits is not None:
         wdl_target = jnp.where(z > 0, 0, jnp.where(z < 0, 2, 1))  # win / draw / loss of the side to move
         wdl_loss = optax.softmax_cross_entropy_with_integer_labels(
@@ -139,6 +191,7 @@ def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transfor
         grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
+        metrics.update(batch_figures(batch, state.step))
         metrics["learning_rate"] = schedule(state.step)
         metrics["param_norm"] = optax.tree.norm(params)
         return TrainState(params, batch_stats, opt_state, state.step + 1, state.rng), metrics

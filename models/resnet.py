@@ -7,7 +7,8 @@ Policy head, chess: conv3x3-BN-ReLU then a 1x1 conv to 73 planes, flattened in p
 order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other games (or
 `policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
 Value head: 1x1 conv to `value_channels` planes (AlphaZero: 1), BN, ReLU, dense `value_hidden`, ReLU,
-dense 1, tanh.
+dense 1, tanh. In training the share of the first ReLU's units that pass (over the batch) is sown as
+`intermediates/value_active` (learner/train.py reports it; 0 is a dead head).
 Mixed precision (`compute_dtype: bfloat16`): convolutions, dense layers and activations run in bf16
 (GPU/TPU tensor cores); parameters, BatchNorm statistics and the outputs stay float32, so the
 learner's losses and the search's values are float32 either way.
@@ -22,6 +23,8 @@ import jax.numpy as jnp
 
 from configs.loader import Retired, check_at_least
 from models.output import NetworkOutput
+
+VALUE_ACTIVE = "value_active"  # the sown fraction of the value head's 1x1-conv units past their ReLU
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +152,11 @@ class ResNet(nn.Module):
             raise ValueError("policy_head='conv' is the 73-plane chess head; use 'dense' for this game")
         policy = policy_head(x, make, use_conv, cfg.filters, self.num_actions)
 
-        v = nn.relu(make.bn()(make.conv(cfg.value_channels, (1, 1), use_bias=False)(x))).reshape(batch, -1)
+        v = make.bn()(make.conv(cfg.value_channels, (1, 1), use_bias=False)(x))  # [B, H, W, value_channels]
+        # the share of these units past their ReLU, for the learner's metrics (learner/train.py asks for
+        # the "intermediates" collection; elsewhere sow does nothing): ~0 once the head has died
+        self.sow("intermediates", VALUE_ACTIVE, jnp.mean((v > 0).astype(jnp.float32)))
+        v = nn.relu(v).reshape(batch, -1)
         v = nn.relu(make.dense(cfg.value_hidden)(v))
         value = jnp.tanh(make.dense(1)(v).astype(jnp.float32))[:, 0]
         wdl = make.dense(3, name="wdl")(v).astype(jnp.float32) if cfg.wdl_head else None
