@@ -12,6 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+# How a game ended, as TrainingBatch.ending indexes it: won by the rules (checkmate, or the game's own
+# win), a resignation, the ply cap (a draw), drawn by the rules (stalemate, repetition, 50 moves, ...)
+ENDINGS = ("won_by_rules", "resigned", "capped", "drawn_by_rules")
+
 
 class TrainingBatch(NamedTuple):
     """Uniform positions of the replay window, padded to W = max_legal_actions moves (learner/train.py)."""
@@ -23,6 +27,10 @@ class TrainingBatch(NamedTuple):
     policy: np.ndarray  # [B, W] float32 search policy target pi over those moves (0 at pads)
     z: np.ndarray  # [B] float32 game outcome for the side to move, in {-1, 0, 1}
     q: np.ndarray | None = None  # [B] float32 the search's root value for the side to move (None: not sampled)
+    ending: np.ndarray | None = None  # [B] int8 how the position's game ended: an index into ENDINGS
+    # [B] int32 parameter version (learner step) of the network that played the position, interpolated
+    # over the game's plies between the first and last versions that played it (replay/record.py)
+    version: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)

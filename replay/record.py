@@ -88,6 +88,21 @@ class GameRecord:
     def resigned(self) -> bool:
         return self.termination == "resign"
 
+    def ending(self) -> int:
+        """How the game ended, as an index into replay.messages.ENDINGS: won by the rules, resigned,
+        capped (the ply limit), drawn by the rules."""
+        if self.termination == "resign":
+            return 1
+        if self.termination == "cap":
+            return 2
+        return 0 if np.any(self.rewards != 0) else 3
+
+    def versions(self) -> np.ndarray:
+        """[T] int32 estimated parameter version of the network that played each position: the
+        first and last versions that played the game (`param_versions`), interpolated over its plies."""
+        first, last = (int(x) for x in self.param_versions[:2])
+        return np.rint(np.linspace(first, last, self.plies)).astype(np.int32)
+
     def outcome(self) -> np.ndarray:
         """[T] z: the final reward of the player to move at each position."""
         return self.rewards[self.to_play.astype(np.int64)].astype(np.float32)

@@ -102,8 +102,8 @@ class Window:
         self._moves.grow(self._mov[1] + len(record.policy) - self._mov[0], *self._mov)
         starts = self._mov[1] + np.concatenate([[0], np.cumsum(record.num_legal[:-1], dtype=np.int64)])
         self._positions.write(tail, {
-            **obs, "z": record.outcome(), "q": record.root_value,
-            "move_start": starts[:T], "num_legal": record.num_legal})
+            **obs, "z": record.outcome(), "q": record.root_value, "ending": np.full(T, record.ending(), np.int8),
+            "version": record.versions(), "move_start": starts[:T], "num_legal": record.num_legal})
         self._moves.write(self._mov[1], {"legal": record.legal_actions, "policy": record.policy})
         self._pos[1] += T
         self._mov[1] += len(record.policy)
@@ -118,8 +118,8 @@ class Window:
                    "values": ((self.obs_shape[-1],), np.float32)}
         else:
             obs = {"obs": (self.obs_shape, self.obs_dtype)}
-        return {**obs, "z": ((), np.float32), "q": ((), np.float32),
-                "move_start": ((), np.int64), "num_legal": ((), np.int16)}
+        return {**obs, "z": ((), np.float32), "q": ((), np.float32), "ending": ((), np.int8),
+                "version": ((), np.int32), "move_start": ((), np.int64), "num_legal": ((), np.int16)}
 
     def _observations(self, record: GameRecord) -> dict[str, np.ndarray]:
         if self.packed:
@@ -159,7 +159,7 @@ class Window:
         else:
             observation = a["obs"][rows]
         return TrainingBatch(observation=observation, legal_actions=legal, policy=policy, z=a["z"][rows],
-                             q=a["q"][rows])
+                             q=a["q"][rows], ending=a["ending"][rows], version=a["version"][rows])
 
     def _gather_moves(self, start: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[B, W] legal moves (-1 pads) and policy (0 pads) of positions whose moves are at
