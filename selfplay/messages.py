@@ -7,6 +7,7 @@ defined here.
     ReplayStats     replay -> run          replay/messages.py
     PlayReport      actors -> run          actors/messages.py
     TrainResult     learner -> run         learner/messages.py (with TrainMetrics)
+    ValueHealth     run -> RunSummary      learner/messages.py (learner/health.py: the value head vs the run's start)
     LearnerLocation learner -> run         learner/messages.py
     EvalRequest     run -> evaluator       here
     EvalReport      evaluator -> run       here
@@ -19,7 +20,7 @@ import dataclasses
 from typing import Any, Literal, Optional
 
 from actors.messages import PlayReport
-from learner.messages import LearnerLocation, TrainMetrics, TrainResult
+from learner.messages import LearnerLocation, TrainMetrics, TrainResult, ValueHealth
 from replay.messages import ReplayStats, TrainingBatch
 
 StopReason = Literal["max_steps", "max_minutes", "interrupted"]
@@ -105,7 +106,8 @@ class RunSummary:
     positions_per_s_after_first_minute: Optional[float] = None  # ... without its first minute (None: shorter)
     learner_figures: Optional[LearnerFigures] = None  # the learner's rate and achieved train ratio
     gpus: Optional[GpuFigures] = None  # GPU busy % and memory (None: no NVIDIA GPU on this node)
+    value_health: Optional[ValueHealth] = None  # value head vs the run's start, its warning (None: no step yet)
 
 
 __all__ = ["EvalReport", "EvalRequest", "GpuFigures", "LearnerFigures", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
-           "TrainResult", "TrainingBatch"]
+           "TrainResult", "TrainingBatch", "ValueHealth"]

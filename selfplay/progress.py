@@ -4,9 +4,10 @@ TensorBoard (runs/<name>/tb): loss/{total,policy,value,wdl}, policy_entropy, val
 selfplay/{games_per_s, positions_per_s, mean_game_length}, learner/{samples_per_s, samples_per_s_training,
 train_ratio, batch_wait_share}, gpu/{busy, memory_gb} (per GPU with several), replay/{buffer_positions,
 buffer_mb, games_total}, outcome/{first_player_wins, draws, first_player_losses} (fractions), resign/{rate,
-false_positive_rate}; with the in-run evaluator eval/{elo, elo_lower, elo_upper, score_vs_random,
-mates_search, mates_policy, seconds, policy_elo, policy_elo_lower, policy_elo_upper, policy_score_vs_random}
-at the evaluated network's step.
+false_positive_rate}, value/{std_vs_start, active, explained} and trained/{won_by_rules, resigned, capped,
+drawn_by_rules, sample_age} (value health, docs/selfplay.md#value-health); with the in-run evaluator
+eval/{elo, elo_lower, elo_upper, score_vs_random, mates_search, mates_policy, seconds, policy_elo,
+policy_elo_lower, policy_elo_upper, policy_score_vs_random} at the evaluated network's step.
 """
 from __future__ import annotations
 
@@ -22,6 +23,27 @@ from tensorboardX import SummaryWriter
 from selfplay.config import SelfPlayConfig
 from selfplay.gpu import GpuSample, describe
 from selfplay.messages import EvalReport, LearnerFigures, PlayReport, ReplayStats, TrainMetrics
+
+
+def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = None) -> str:
+    """The value head's figures and what the learner trains on (docs/selfplay.md#value-health):
+    "value std 0.21 (350% of start), 48% active, explained 0.31; trained won/resigned/capped/drawn
+    40/10/30/20%, age 35 steps"; "" before the first step."""
+    if m is None or m.value_std is None:
+        return ""
+    text = f"value std {m.value_std:.2g}"
+    if value_std_start:
+        text += f" ({100 * m.value_std / value_std_start:.0f}% of start)"
+    if m.value_active is not None:
+        text += f", {100 * m.value_active:.0f}% active"
+    if m.value_explained is not None:
+        text += f", explained {m.value_explained:.2f}"
+    if m.trained_won_by_rules is not None:
+        shares = (m.trained_won_by_rules, m.trained_resigned, m.trained_capped, m.trained_drawn_by_rules)
+        text += "; trained won/resigned/capped/drawn " + "/".join(f"{100 * x:.0f}" for x in shares) + "%"
+    if m.sample_age is not None:
+        text += f", age {m.sample_age:.0f} steps"
+    return text
 
 
 def elo_text(report: Optional[EvalReport]) -> str:
@@ -49,6 +71,7 @@ class Progress:
         self.last_tb = 0.0
         self.last_line = 0.0
         self.evaluation: Optional[EvalReport] = None  # the latest in-run evaluation
+        self.value_std_start: Optional[float] = None  # the run's first value std (update() sets it)
 
     def evaluated(self, report: EvalReport) -> None:
         """An evaluation finished: TensorBoard eval/* at its step; the display shows its Elo."""
@@ -71,7 +94,10 @@ class Progress:
         self.samples += batch
 
     def update(self, step: int, metrics: Optional[TrainMetrics], replay_stats: Optional[ReplayStats],
-               gpus: tuple[GpuSample, ...] = (), learner: Optional[LearnerFigures] = None) -> None:
+               gpus: tuple[GpuSample, ...] = (), learner: Optional[LearnerFigures] = None,
+               value_std_start: Optional[float] = None) -> None:
+        """`value_std_start`: the run's first value std (learner/health.py), what value std is shown against."""
+        self.value_std_start = value_std_start
         now = time.monotonic()
         dt = now - self.t_rate
         if dt >= 5.0:
@@ -112,6 +138,15 @@ class Progress:
             w.add_scalar("policy_entropy", m.policy_entropy, step)
             if m.value_std is not None:
                 w.add_scalar("value_std", m.value_std, step)
+                if self.value_std_start:
+                    w.add_scalar("value/std_vs_start", m.value_std / self.value_std_start, step)
+            for name, value in (("value/active", m.value_active), ("value/explained", m.value_explained),
+                                ("trained/won_by_rules", m.trained_won_by_rules),
+                                ("trained/resigned", m.trained_resigned), ("trained/capped", m.trained_capped),
+                                ("trained/drawn_by_rules", m.trained_drawn_by_rules),
+                                ("trained/sample_age", m.sample_age)):
+                if value is not None:
+                    w.add_scalar(name, value, step)
             w.add_scalar("learning_rate", m.learning_rate, step)
             w.add_scalar("param_norm", m.param_norm, step)
         w.add_scalar("selfplay/games_per_s", self.rates["games_per_s"], step)
@@ -136,7 +171,8 @@ class Progress:
                 f"buffer {r.window_positions}  mean plies {r.mean_game_length:.0f}"
                 + (f"  train ratio {learner.train_ratio:.2f}" if learner and learner.steps else "")
                 + (f"  {describe(gpus)}" if gpus else "")
-                + (f"  Elo {self.evaluation.elo:+.0f}" if self.evaluation else ""))
+                + (f"  Elo {self.evaluation.elo:+.0f}" if self.evaluation else "")
+                + (f"  {health}" if (health := health_text(m, self.value_std_start)) else ""))
 
     def _table(self, step: int, m: Optional[TrainMetrics], r: ReplayStats, gpus: tuple[GpuSample, ...] = (),
                learner: Optional[LearnerFigures] = None) -> Table:
@@ -157,6 +193,7 @@ class Progress:
             ("1st-player win / draw / loss", f"{r.fraction(r.first_player_wins):.2f} / "
                                              f"{r.fraction(r.draws):.2f} / {r.fraction(r.first_player_losses):.2f}"),
             ("resigned", f"{r.resigned}  (false positives {r.resign_false_positives}/{r.resign_would_have})"),
+            ("value health", health_text(m, self.value_std_start) or "-"),
         ]
         rows += [(f"GPU{'' if len(gpus) == 1 else g.index} busy / memory",
                   f"{g.busy:.0f}%  {g.memory_used_gb:.1f} / {g.memory_total_gb:.0f} GiB") for g in gpus]

@@ -42,6 +42,7 @@ import models
 from actors.selfplay_actor import SelfPlayActor
 from configs.loader import to_dict
 from learner.checkpoint import Checkpointer
+from learner.health import ValueHealthMonitor
 from learner.train import TrainState
 from models import checkpoint as network_checkpoint
 from replay.buffer import ReplayBuffer
@@ -84,7 +85,8 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
         session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
-                           float(meta.get("seconds_total", 0.0)), checkpointer, progress, opening_lines)
+                           float(meta.get("seconds_total", 0.0)), checkpointer, progress, opening_lines,
+                           ValueHealthMonitor.from_meta(meta))
         if cfg.pin_cpus and not ray_address:
             cluster.pin_cpus(session.actors, pin_driver=cfg.learner.placement == "driver")
         elif cfg.pin_cpus:
@@ -106,7 +108,7 @@ class _Session:
 
     def __init__(self, cfg: SelfPlayConfig, run_dir: Path, game, state: TrainState, samples_trained: int,
                  seconds_total: float, checkpointer: Checkpointer, progress: Progress,
-                 opening_lines: tuple = ()):
+                 opening_lines: tuple = (), value_health: Optional[ValueHealthMonitor] = None):
         self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
         # named: the actors Ray may restart find the store and the replay by name (`cluster.actor_names`)
         names = cluster.actor_names(cfg)
@@ -119,7 +121,7 @@ class _Session:
         self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors for _ in range(2)}
         self.gpus = GpuMonitor()
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
-        self.value_collapse_reported = False
+        self.value_health = value_health or ValueHealthMonitor()  # the run's first value figures, its warning
         self.final_variables = None  # the network saved at the stop
         self.evaluator = (EvaluatorHandle(cfg, run_dir, names["store"], cluster.on_this_node())
                           if cfg.evaluation.enabled else None)
@@ -235,17 +237,13 @@ class _Session:
             self.save()
 
     def _check_value_head(self, result: TrainResult) -> None:
-        """One line, once, when the value head gives a whole batch the same value: it has stopped
-        reading its input (a dead ReLU; the 1-channel AlphaZero head is prone to it), so the search
-        runs on a constant and self-play stops improving. The run goes on."""
-        spread = result.metrics.value_std
-        if self.value_collapse_reported or spread is None or result.step < 200 or spread > 1e-4:
-            return
-        self.value_collapse_reported = True
-        print(f"step {result.step}: the value head gives every position of a batch the same value (std "
-              f"{spread:.1e}): it has collapsed and the search now runs on a constant. Restart from an earlier "
-              "checkpoint or fresh with a lower learner.lr_values or network.resnet.value_channels=32 "
-              "(docs/selfplay.md#one-gpu)", file=sys.stderr, flush=True)
+        """One line on stderr, once, when the value head is collapsing against the run's start
+        (learner/health.py: its spread fell to a quarter of the first figure's, or its units stopped
+        passing their ReLU): the search would run on a constant and self-play stop improving. The
+        run goes on; the summary keeps the line (value_health.warning)."""
+        line = self.value_health.observe(result.step, result.metrics)
+        if line:
+            print(line, file=sys.stderr, flush=True)
 
     def _actor_lost(self, actor, error: BaseException) -> None:
         """A self-play actor's call failed because its process died: Ray restarts it (up to
@@ -312,7 +310,7 @@ class _Session:
         if now - s.last_report >= min(cfg.log_every_seconds, 1.0):
             s.last_report = now
             self.progress.update(s.step, s.metrics, ray.get(self.replay.stats.remote()), self.gpus.snapshot(),
-                                 s.learner_figures())
+                                 s.learner_figures(), self.value_health.value_std_start)
         self.evaluate()
         if s.games_total >= s.next_pgn and cfg.game == "chess":
             s.next_pgn += cfg.sample_game_every
@@ -355,7 +353,7 @@ class _Session:
         s.step = int(host_state.step)
         self.checkpointer.save(host_state, {"samples_trained": s.samples_trained(), "games_total": s.games_total,
                                             "positions_total": s.positions_total,
-                                            "seconds_total": s.hours() * 3600})
+                                            "seconds_total": s.hours() * 3600, **self.value_health.meta()})
         variables = _variables(host_state)
         network_checkpoint.save(self.run_dir / "network", cfg.network, variables, game=cfg.game,
                                 metadata={"step": s.step, "run": cfg.name, "search": to_dict(cfg.search)})
@@ -369,7 +367,8 @@ class _Session:
             except ray.exceptions.RayError:
                 pass  # save() reports it
         self.final_variables = self.save()
-        self.progress.update(self.state.step, self.state.metrics, None, (), self.state.learner_figures())
+        self.progress.update(self.state.step, self.state.metrics, None, (), self.state.learner_figures(),
+                             self.value_health.value_std_start)
 
     def finish_evaluation(self) -> None:
         """With the actors stopped: the evaluation in flight, then the final network's (`at_end`)."""
@@ -412,7 +411,7 @@ class _Session:
             evaluation=self.evaluator.latest if self.evaluator else None,
             positions_per_s=(s.positions_total - s.positions_at_start) / max((s.stopped or time.monotonic()) - s.started, 1e-9),
             positions_per_s_after_first_minute=s.warm_positions_per_s(), learner_figures=s.learner_figures(),
-            gpus=self.gpu_figures)
+            gpus=self.gpu_figures, value_health=self.value_health.summary(s.metrics))
 
     def _gpu_figures(self) -> Optional[GpuFigures]:
         """The GPUs over this session's loop (busy % also after its first minute, when the run is warm);

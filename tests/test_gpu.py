@@ -211,18 +211,21 @@ def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monke
 def test_a_collapsed_value_head_is_reported_once(capsys):
     """A value head that gives every position one value (the GPU preset's single value channel died
     by step 2,150 on an H200, docs/experiments/2026-11-27-one-gpu-h200.md) is one stderr line, once."""
+    from learner.health import ValueHealthMonitor
     from learner.messages import TrainMetrics, TrainResult
     from selfplay.run import _Session
-    session = types.SimpleNamespace(value_collapse_reported=False)
+    session = types.SimpleNamespace(value_health=ValueHealthMonitor())
     metrics = lambda std: TrainMetrics(loss=1.0, policy_loss=1.0, value_loss=0.1, policy_entropy=2.0,
-                                       learning_rate=0.1, param_norm=10.0, value_std=std)
+                                       learning_rate=0.1, param_norm=10.0, value_std=std,
+                                       value_explained=0.0 if std < 1e-6 else 0.2)  # a constant v explains 0
+    _Session._check_value_head(session, TrainResult(step=20, metrics=metrics(0.026)))  # the run's start
     _Session._check_value_head(session, TrainResult(step=100, metrics=metrics(0.0)))  # too early to tell
     _Session._check_value_head(session, TrainResult(step=5000, metrics=metrics(0.03)))  # alive
     assert capsys.readouterr().err == ""
     _Session._check_value_head(session, TrainResult(step=2150, metrics=metrics(3e-9)))
     _Session._check_value_head(session, TrainResult(step=2200, metrics=metrics(1e-9)))
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("step 2150: the value head gives every position") and "3.0e-09" in err[0]
+    assert len(err) == 1 and err[0].startswith("value head collapsing at step 2150: value std 3e-09 (0% of step 20's)")
 
 
 def test_an_actor_that_died_says_why_in_one_line():
