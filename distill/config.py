@@ -17,9 +17,9 @@ Sampler = Literal["unique", "weighted"]
 
 @dataclasses.dataclass(frozen=True)
 class AnnotateConfig:
-    pgn: tuple[str, ...] = ("games/lichess_user_export_3970.pgn",
-                            "games/tcec_superfinals_s10-s13_400.pgn",
-                            "games/lichess_100_games_with_evals.pgn")  # PGNs, relative to the data dir
+    # PGNs, relative to the data dir (games/lichess_100_games_with_evals.pgn is the probe set's:
+    # arena/probe.py, never trained on)
+    pgn: tuple[str, ...] = ("games/lichess_user_export_3970.pgn", "games/tcec_superfinals_s10-s13_400.pgn")
     # more boards: EPD files (opening books: each position) and Lichess puzzle CSVs (each board along
     # the solution; puzzles of evaluate.puzzles are left out so the student is not tested on them)
     positions: tuple[str, ...] = ()
@@ -137,9 +137,12 @@ class WarmStartConfig:
     selfplay_set: tuple[str, ...] = ()  # overrides of that preset, e.g. [network.family=chessformer]
     out_dir: str = "runs/distill/warm_start"  # network/ (what selfplay's init.network reads), warm_start.json
     batch_size: int = 256  # boards per step
-    learning_rate: float = 0.02  # SGD + momentum, as the self-play learner (constant)
+    # SGD + momentum, as the self-play learner; 10x lower from 60% and again from 85% of the budget
+    # (max_steps or max_seconds, whichever ends the run first)
+    learning_rate: float = 0.02
     max_steps: int = 4000  # training steps
-    max_seconds: float = 0.0  # stop after this wall time too (0: no limit)
+    max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sittings (0: no limit)
+    checkpoint_minutes: float = 5.0  # training state saved this often (and at the end); 0: at the end only
     policy_temperature: float = 0.0  # 0: one-hot on the best move; > 0: softmax(move win probs / T)
     max_boards: int = 0  # training boards read (0: all of the train split)
     log_every: int = 100  # steps between printed losses
@@ -154,7 +157,7 @@ class WarmStartConfig:
             raise ValueError(f"warm_start.devices must be >= 0 (0: every device), got {self.devices}")
         check_at_least(self, 1, "batch_size", "log_every", prefix="warm_start.")
         check_at_least(self, 0, "max_steps", "max_seconds", "policy_temperature", "max_boards", "seed",
-                       prefix="warm_start.")
+                       "checkpoint_minutes", prefix="warm_start.")
         if self.learning_rate <= 0:
             raise ValueError(f"warm_start.learning_rate must be > 0, got {self.learning_rate:g}")
 

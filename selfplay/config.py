@@ -37,6 +37,9 @@ class EvaluationConfig:
     # connect_four "alphabeta:depth=N"; None: the game's default (games/evaluation.py)
     engines: Optional[tuple[str, ...]] = None
     mate_puzzles: int = 25  # chess: mateIn1 and mateIn2 puzzles solved by the search and by the raw policy
+    # chess: positions of the probe set (arena/probe.py; at most 500) on which the raw policy and the search
+    # are compared with Stockfish's best move and the value with its win probability; 0: none
+    probe: int = 500
     num_cpus: float = 1.0  # Ray resources of the evaluator actor (a cluster gives it its own)
     num_gpus: float = 0.0  # GPUs of the evaluator actor (its searches are a few positions at a time: the CPU serves)
 
@@ -46,6 +49,7 @@ class EvaluationConfig:
             raise ValueError("evaluation.every_steps >= 1 and evaluation.every_minutes >= 0 required")
         if self.openings < 1 or self.max_plies < 0 or self.previous_networks < 0 or self.mate_puzzles < 0:
             raise ValueError("evaluation.openings >= 1; max_plies, previous_networks, mate_puzzles >= 0")
+        check_at_least(self, 0, "probe", prefix="evaluation.")
 
 
 @dataclasses.dataclass(frozen=True)

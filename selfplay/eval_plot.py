@@ -31,13 +31,15 @@ ANCHOR_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:olive", "tab:cyan",
 
 def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
     """Elo (latest fit, 95% intervals) of the searched network and of its raw policy against hours
-    and learner step; mate rates and scores against random; loss."""
+    and learner step; mate rates and scores against random; loss; with probe figures (chess), the
+    agreement with Stockfish and the value's error against learner step."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rated = {p.name: p for p in fit.players}
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    probed = any(r.probe_policy is not None for r in reports)
+    fig, axes = plt.subplots(2, 3 if probed else 2, figsize=(16 if probed else 11, 7))
     scale, unit = (1, "hours") if reports and reports[-1].hours >= 2 else (60, "minutes")
     curves = ((network_name, "network (MCTS, run's search)", "o", 0.0),
               (policy_name, "raw policy (no search)", "s", 0.01))
@@ -79,9 +81,40 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
     ax.set_xlabel(unit)
     ax.set_ylabel("learner loss (total)")
     ax.grid(alpha=0.3)
+    if probed:
+        _plot_probe(axes[0, 2], axes[1, 2], [r for r in reports if r.probe_policy is not None])
     fig.suptitle(f"{title}: strength by evaluation")
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=90)
     plt.close(fig)
     tmp.replace(path)
+
+
+def _plot_probe(agree_ax, value_ax, reports: list[EvalReport]) -> None:
+    """The probe set (arena/probe.py) against learner step: the share of positions where the raw
+    policy's / the search's move is Stockfish's best (95% intervals; a random mover's as a line),
+    and the value's mean error in win% beside a constant draw's."""
+    steps = np.array([r.step for r in reports], float)
+    shift = 0.01 * max(np.ptp(steps), 1.0)
+    for field, label, marker, dx in (("probe_policy", "raw policy", "s", shift), ("probe_search", "search", "o", 0.0)):
+        mid = np.array([getattr(r, field) for r in reports]) * 100
+        err = np.array([mid - 100 * np.array([getattr(r, field + "_lower") for r in reports]),
+                        100 * np.array([getattr(r, field + "_upper") for r in reports]) - mid])
+        agree_ax.errorbar(steps + dx, mid, yerr=err, marker=marker, capsize=3, label=label)
+    agree_ax.plot(steps, [100 * r.probe_random for r in reports], ls="--", color="grey", label="random mover")
+    agree_ax.set_xlabel("learner step")
+    agree_ax.set_ylabel("% of probe positions: Stockfish's best move")
+    agree_ax.set_ylim(bottom=0)
+    agree_ax.legend(fontsize=8)
+    agree_ax.grid(alpha=0.3)
+    err = np.array([[r.probe_value_error - r.probe_value_error_lower for r in reports],
+                    [r.probe_value_error_upper - r.probe_value_error for r in reports]])
+    value_ax.errorbar(steps, [r.probe_value_error for r in reports], yerr=err, marker="o", capsize=3,
+                      label="value head")
+    value_ax.plot(steps, [r.probe_draw_error for r in reports], ls="--", color="grey", label="always a draw")
+    value_ax.set_xlabel("learner step")
+    value_ax.set_ylabel("mean |error| of win% vs Stockfish (probe)")
+    value_ax.set_ylim(bottom=0)
+    value_ax.legend(fontsize=8)
+    value_ax.grid(alpha=0.3)

@@ -15,9 +15,12 @@ from arena.ratings import GameResult
 from selfplay.messages import EvalReport
 
 RANDOM = "random"
+PROBE_FIELDS = ("probe_policy", "probe_policy_lower", "probe_policy_upper", "probe_search", "probe_search_lower",
+                "probe_search_upper", "probe_random", "probe_regret_policy", "probe_regret_search",
+                "probe_value_error", "probe_value_error_lower", "probe_value_error_upper", "probe_draw_error")
 RATINGS_FIELDS = ("step", "hours", "positions", "games", "loss", "elo", "elo_lower", "elo_upper",
                   "score_vs_random", "mates_search", "mates_policy", "seconds", "policy_elo",
-                  "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random")
+                  "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random") + PROBE_FIELDS
 GAMES_FIELDS = ("step", "white", "black", "score", "plies", "termination")
 
 
@@ -54,7 +57,8 @@ def read_reports(path: Path) -> list[EvalReport]:
                        policy_elo=_float_or_none(r.get("policy_elo")),
                        policy_elo_lower=_float_or_none(r.get("policy_elo_lower")),
                        policy_elo_upper=_float_or_none(r.get("policy_elo_upper")),
-                       policy_score_vs_random=_float_or_none(r.get("policy_score_vs_random")))
+                       policy_score_vs_random=_float_or_none(r.get("policy_score_vs_random")),
+                       **{f: _float_or_none(r.get(f)) for f in PROBE_FIELDS})
             for r in rows]
 
 

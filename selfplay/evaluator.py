@@ -15,6 +15,8 @@ the newest published network, played with the run's own search as every player p
     its search finds (the untrained network's search already beats random in chess by finding mates);
   - solves `mate_puzzles` mateIn1 and mateIn2 Lichess puzzles (chess) with the search and with the
     raw policy;
+  - (chess) measures the raw policy, the search and the value on the first `probe` positions of the
+    probe set against Stockfish (arena/probe.py): learning shows there before it shows in games;
   - refits the ratings of every network evaluated so far from every gauntlet game (arena/ratings.py,
     BayesElo model, random = 0, 95% intervals) and writes runs/<name>/eval/:
         games.csv       every gauntlet game: step, white, black, white's score, plies, termination
@@ -113,6 +115,7 @@ class Evaluator:
         self._starts = None
         self._start_fens: list[str] = []
         self._engines: dict[str, Any] = {}
+        self._probe = None  # the probe set, built on first use
 
     # -- what has been done ----------------------------------------------------------------------
     def evaluated_steps(self) -> list[int]:
@@ -138,6 +141,7 @@ class Evaluator:
             {"step": step, "white": r.white, "black": r.black, "score": r.score, "plies": g.plies,
              "termination": g.termination} for r, g in played])
         mates_search, mates_policy = self._mates(variables)
+        probe = self._probe_figures(variables)
         fit = self._fit()
         rated = {p.name: p for p in fit.players}
         me, policy = rated[name], rated[policy_name(step)]
@@ -148,7 +152,7 @@ class Evaluator:
             score_vs_random=scores[RANDOM], mates_search=mates_search,
             mates_policy=mates_policy, seconds=time.perf_counter() - start,
             policy_elo=policy.rating, policy_elo_lower=policy.lower, policy_elo_upper=policy.upper,
-            policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()))
+            policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()), **probe)
         self.reports.append(report)
         append_csv(self.dir / "ratings.csv", RATINGS_FIELDS, [report_row(report)])
         (self.dir / "ratings.json").write_text(json.dumps(
@@ -253,6 +257,23 @@ class Evaluator:
                 total += len(puzzles)
             rates.append(solved / max(total, 1))
         return rates[0], rates[1]
+
+    # -- the probe set ---------------------------------------------------------------------------
+    def _probe_figures(self, variables) -> dict[str, float]:
+        """EvalReport's probe_* fields (empty when the game is not chess or evaluation.probe is 0)."""
+        if not self.defaults.fen_uci or not self.ecfg.probe:
+            return {}
+        from arena import probe as probe_lib
+        if self._probe is None:
+            self._probe = probe_lib.ProbeSet.load(limit=self.ecfg.probe)
+        r = probe_lib.probe_network(self._probe, self.apply, variables, self.search, self.cfg.seed)
+        return {"probe_policy": r.policy.agreement, "probe_policy_lower": r.policy.agreement_lower,
+                "probe_policy_upper": r.policy.agreement_upper, "probe_search": r.search.agreement,
+                "probe_search_lower": r.search.agreement_lower, "probe_search_upper": r.search.agreement_upper,
+                "probe_random": r.random.agreement, "probe_regret_policy": r.policy.regret,
+                "probe_regret_search": r.search.regret, "probe_value_error": r.value.error,
+                "probe_value_error_lower": r.value.error_lower, "probe_value_error_upper": r.value.error_upper,
+                "probe_draw_error": r.value.draw_error}
 
     # -- ratings and pictures --------------------------------------------------------------------
     def _fit(self):

@@ -59,6 +59,22 @@ class EvalReport:
     policy_elo_upper: Optional[float] = None
     policy_score_vs_random: Optional[float] = None
     scores: tuple[tuple[str, float], ...] = ()  # opponent -> mean points per game (the searched network)
+    # chess, the probe set (arena/probe.py): share of positions where the move is Stockfish's best
+    # (95% interval), for the raw policy, the search and a random mover; win% lost per move; the
+    # value's mean absolute error in win% against Stockfish's, and a constant draw's
+    probe_policy: Optional[float] = None
+    probe_policy_lower: Optional[float] = None
+    probe_policy_upper: Optional[float] = None
+    probe_search: Optional[float] = None
+    probe_search_lower: Optional[float] = None
+    probe_search_upper: Optional[float] = None
+    probe_random: Optional[float] = None
+    probe_regret_policy: Optional[float] = None
+    probe_regret_search: Optional[float] = None
+    probe_value_error: Optional[float] = None
+    probe_value_error_lower: Optional[float] = None
+    probe_value_error_upper: Optional[float] = None
+    probe_draw_error: Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)

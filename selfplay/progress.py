@@ -21,6 +21,7 @@ from rich.table import Table
 from tensorboardX import SummaryWriter
 
 from selfplay.config import SelfPlayConfig
+from selfplay.eval_store import PROBE_FIELDS
 from selfplay.gpu import GpuSample, describe
 from selfplay.messages import EvalReport, LearnerFigures, PlayReport, ReplayStats, TrainMetrics
 
@@ -57,6 +58,19 @@ def elo_text(report: Optional[EvalReport]) -> str:
     return text
 
 
+def probe_text(report: Optional[EvalReport]) -> Optional[str]:
+    """The probe figures of an evaluation (None without them): agreement with Stockfish's best move
+    and the value's error, each beside what a random mover / a constant draw gets."""
+    if report is None or report.probe_policy is None:
+        return None
+    pct = lambda lo, hi: f"[{100 * lo:.0f}, {100 * hi:.0f}]"  # noqa: E731
+    return (f"agrees with Stockfish: policy {100 * report.probe_policy:.1f}% "
+            f"{pct(report.probe_policy_lower, report.probe_policy_upper)}, search {100 * report.probe_search:.1f}% "
+            f"{pct(report.probe_search_lower, report.probe_search_upper)}, random {100 * report.probe_random:.1f}%; "
+            f"value error {report.probe_value_error:.1f} [{report.probe_value_error_lower:.1f}, "
+            f"{report.probe_value_error_upper:.1f}] (draw {report.probe_draw_error:.1f}) win%")
+
+
 class Progress:
     def __init__(self, tb_dir, cfg: SelfPlayConfig, show: bool | None = None):
         self.cfg = cfg
@@ -78,13 +92,16 @@ class Progress:
         self.evaluation = report
         w = self.writer
         for field in ("elo", "elo_lower", "elo_upper", "score_vs_random", "mates_search", "mates_policy",
-                      "seconds", "policy_elo", "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random"):
+                      "seconds", "policy_elo", "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random",
+                      *PROBE_FIELDS):
             value = getattr(report, field)
             if value is not None:
                 w.add_scalar(f"eval/{field}", value, report.step)
         w.flush()
         if not self.live:
             print(f"evaluation: Elo {elo_text(report)} ({report.seconds:.0f} s)", flush=True)
+            if probe_text(report):
+                print(f"evaluation: probe at step {report.step}: {probe_text(report)}", flush=True)
 
     def games_finished(self, report: PlayReport) -> None:
         self.games += report.games
@@ -199,6 +216,8 @@ class Progress:
                   f"{g.busy:.0f}%  {g.memory_used_gb:.1f} / {g.memory_total_gb:.0f} GiB") for g in gpus]
         if self.cfg.evaluation.enabled:
             rows.append(("Elo (vs random = 0)", elo_text(self.evaluation)))
+            if probe_text(self.evaluation):
+                rows.append(("probe", probe_text(self.evaluation)))
         for k, v in rows:
             t.add_row(k, v)
         return t

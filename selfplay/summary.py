@@ -18,7 +18,7 @@ from pathlib import Path
 
 from selfplay.config import SelfPlayConfig
 from selfplay.messages import RunSummary
-from selfplay.progress import elo_text
+from selfplay.progress import elo_text, probe_text
 
 SUMMARY_FILE = "summary.json"
 ROOT = Path(__file__).resolve().parents[1]  # where selfplay.py, match.py and uci.py live
@@ -63,6 +63,8 @@ def summary_lines(summary: RunSummary, cfg: SelfPlayConfig, run_dir: Path) -> li
                    f"{s.actor_restarts} actor restart(s)")
     if s.evaluation is not None:
         out.append(f"last evaluation: Elo {elo_text(s.evaluation)} (random = 0, 95% intervals)")
+        if probe_text(s.evaluation):
+            out.append(f"probe: {probe_text(s.evaluation)}")
     elif cfg.evaluation.enabled:
         out.append("last evaluation: none finished")
     network = run_dir / "network"

@@ -1,0 +1,96 @@
+"""The probe set (arena/probe.py) for networks and the searches they can play with, as JSON.
+
+    .venv/bin/python bench/probe.py --net networks/chess_cpu_60min                # recorded search only
+    .venv/bin/python bench/probe.py --net A --net B --sims 64 --grid              # every Q transform
+    .venv/bin/python bench/probe.py --net A --search "policy=puct,q_transform=fpu" --sims 400
+
+For each network: its raw policy's and its value head's figures, then each search's agreement with
+Stockfish's best move and its regret (win% lost per move), each search as the arena plays it
+(`SearchConfig.for_play` over the network's recorded search, then the variant's keys). `--grid`
+measures the Q transforms and value scales that decide whether a search keeps what the prior knows
+(docs/experiments/). One JSON object, with the load average and the seconds of each search.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+GRID = {  # name -> SearchConfig keys over the recorded search
+    "recorded": {},
+    "puct_siblings": {"policy": "puct", "q_transform": "parent_and_siblings"},
+    "puct_fpu": {"policy": "puct", "q_transform": "fpu"},
+    "puct_min_max": {"policy": "puct", "q_transform": "min_max"},
+    "gumbel_0.1": {"policy": "gumbel", "value_scale": 0.1},
+    "gumbel_0.03": {"policy": "gumbel", "value_scale": 0.03},
+    "gumbel_0.01": {"policy": "gumbel", "value_scale": 0.01},
+}
+
+
+def parse_keys(text: str) -> dict:
+    """'policy=puct,q_transform=fpu' -> SearchConfig keys (numbers as numbers)."""
+    import yaml
+    out = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--search: '{item}' is not key=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -> dict:
+    import dataclasses
+
+    import games
+    import search as search_lib
+    from arena import probe as probe_lib
+    from arena.network_agents import search_config
+    from models import checkpoint
+    network = checkpoint.load(net_dir)
+    module = network.module()
+    apply = lambda v, o: module.apply(v, o, train=False)  # noqa: E731
+    report = probe_lib.probe_network(probe, apply, network.variables)
+    out = {"net": net_dir, "policy": dataclasses.asdict(report.policy), "value": dataclasses.asdict(report.value),
+           "random": dataclasses.asdict(report.random), "searches": {}}
+    game = games.make("chess")
+    for name, keys in variants.items():
+        cfg = search_config(network.metadata, {**keys, "num_simulations": sims}, f"network directory {net_dir}")
+        fn = search_lib.make_search(game, apply, cfg)
+        from arena.mate_puzzles import search_mover
+        start = time.perf_counter()
+        actions = probe_lib.mover_actions(probe, search_mover(fn, network.variables))
+        score = probe.score(actions)
+        out["searches"][name] = {**dataclasses.asdict(score), "keys": keys, "seconds": time.perf_counter() - start,
+                                 "policy": cfg.policy, "q_transform": cfg.q_transform, "value_scale": cfg.value_scale}
+        print(f"{net_dir} {name}: {100 * score.agreement:.1f}% agree, regret {score.regret:.1f} "
+              f"(policy {100 * report.policy.agreement:.1f}%, {report.policy.regret:.1f})", file=sys.stderr, flush=True)
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--net", action="append", required=True, help="network directory (repeatable)")
+    parser.add_argument("--sims", type=int, default=64, help="simulations per search")
+    parser.add_argument("--search", action="append", default=[], help="SearchConfig keys of one more search")
+    parser.add_argument("--grid", action="store_true", help="the Q transforms and value scales of GRID")
+    parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
+    args = parser.parse_args(argv)
+    from arena.probe import ProbeSet
+    variants = dict(GRID) if args.grid else {"recorded": {}}
+    variants.update({text: parse_keys(text) for text in args.search})
+    start = time.perf_counter()
+    probe = ProbeSet.load(limit=args.limit)
+    results = [measure(net, variants, args.sims, args.limit, probe) for net in args.net]
+    print(json.dumps({"bench": "probe", "positions": len(probe), "sims": args.sims, "networks": results,
+                      "seconds": time.perf_counter() - start, "load_average": os.getloadavg()[0]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The probe set (arena/probe.py): its file, its replayed states and its figures against hand-computed cases."""
+from __future__ import annotations
+
+import chess
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from arena import probe as probe_lib
+from arena.probe import ProbePosition, ProbeSet
+from games import chess_bridge
+
+START = chess.STARTING_FEN
+
+
+def _position(history: list[str], values: dict[str, float]) -> ProbePosition:
+    board = chess.Board()
+    for uci in history:
+        board.push_uci(uci)
+    legal = [m.uci() for m in board.legal_moves]
+    moves = tuple(legal)
+    return ProbePosition("hand@%d" % len(history), board.fen(), moves,
+                         tuple(values.get(m, 0.1) for m in moves), START, tuple(history))
+
+
+@pytest.fixture(scope="module")
+def hand():
+    # 1. e4 e5 2. Nf3: black's best d6 (0.5), Nc6 as good (0.5: a tie), everything else 0.1
+    a = _position(["e2e4", "e7e5", "g1f3"], {"d7d6": 0.5, "b8c6": 0.5})
+    # start: white's best e4 (0.6), the rest 0.1
+    b = _position([], {"e2e4": 0.6})
+    return ProbeSet([a, b])
+
+
+def _action(probe: ProbeSet, row: int, uci: str) -> int:
+    p = probe.positions[row]
+    return int(probe.actions[row, p.moves.index(uci)])
+
+
+def test_agreement_and_regret_by_hand(hand):
+    # a: Nc6 (tied best: agrees, regret 0); b: a3 (0.6 - 0.1 = 50 points lost)
+    s = hand.score(np.array([_action(hand, 0, "b8c6"), _action(hand, 1, "a2a3")]))
+    assert s.agreement == 0.5
+    assert s.regret == pytest.approx(25.0)
+    assert (s.agreement_lower, s.agreement_upper) == pytest.approx(probe_lib.wilson(1, 2))
+    with pytest.raises(ValueError, match="not legal"):
+        hand.score(np.array([_action(hand, 1, "e2e4"), _action(hand, 1, "e2e4")]))  # e4 is no move of a
+
+
+def test_random_mover_and_value_by_hand(hand):
+    r = hand.random_score()
+    n_a, n_b = len(hand.positions[0].moves), len(hand.positions[1].moves)
+    assert r.agreement == pytest.approx((2 / n_a + 1 / n_b) / 2)
+    assert r.regret == pytest.approx((40 * (n_a - 2) / n_a + 50 * (n_b - 1) / n_b) / 2)
+    v = hand.value_score(np.array([0.0, 1.0]))  # win 50% where Stockfish says 50%; 100% where it says 60%
+    assert v.error == pytest.approx((0 + 40) / 2)
+    assert v.draw_error == pytest.approx((0 + 10) / 2)
+
+
+def test_wilson_interval_matches_the_textbook_case():
+    lo, hi = probe_lib.wilson(10, 100)
+    assert lo == pytest.approx(0.0552, abs=1e-4) and hi == pytest.approx(0.1744, abs=1e-4)
+
+
+def test_shipped_probe_file_is_real_games_replayed_exactly():
+    positions = probe_lib.read_probe()
+    assert len(positions) == 500 and len({p.id for p in positions}) == 500
+    assert all(p.id.startswith("lichess_100_games_with_evals.pgn#") for p in positions)
+    from distill.config import AnnotateConfig
+    assert probe_lib.PROBE_PGN not in AnnotateConfig().pgn  # never annotated for training
+    for p in positions[::50]:  # every legal move valued, the history leads to the position
+        board = chess.Board(p.start_fen)
+        for uci in p.history:
+            board.push_uci(uci)
+        assert board.fen() == p.fen
+        assert sorted(p.moves) == sorted(m.uci() for m in board.legal_moves)
+        assert all(0.0 <= v <= 1.0 for v in p.values)
+    probe = ProbeSet(positions[:6])
+    for i, p in enumerate(positions[:6]):  # batched replay == one game replayed through the bridge
+        board = chess.Board(p.start_fen)
+        for uci in p.history:
+            board.push_uci(uci)
+        ref = chess_bridge.board_to_state(board)
+        np.testing.assert_array_equal(np.asarray(ref.observation), np.asarray(probe.states.observation[i]))
+        np.testing.assert_array_equal(np.asarray(ref.legal_action_mask), np.asarray(probe.states.legal_action_mask[i]))
+
+
+class _Out:
+    def __init__(self, logits, value):
+        self.policy_logits, self.value = logits, value
+
+
+def test_an_oracle_policy_agrees_everywhere_and_a_draw_value_scores_the_draw_error(hand):
+    best = np.array([_action(hand, 0, "d7d6"), _action(hand, 1, "e2e4")])
+    table = jnp.zeros((2, 4672)).at[jnp.arange(2), jnp.asarray(best)].set(10.0)
+
+    def apply(variables, obs):  # the row of each position, told apart by its side to move plane
+        row = (obs[:, 0, 0, 112] == 0).astype(jnp.int32)  # black to move -> row 0 (position a)
+        return _Out(table[row], jnp.zeros(obs.shape[0]))
+
+    report = probe_lib.probe_network(hand, apply, None)
+    assert report.policy.agreement == 1.0 and report.policy.regret == 0.0
+    assert report.value.error == pytest.approx(report.value.draw_error)
+    assert report.search is None and "policy 100.0%" in report.line()
+
+
+def test_the_evaluator_reports_probe_figures_for_chess(tmp_path):
+    """A chess evaluation carries the probe figures into its report, ratings.csv (read back equal),
+    the progress line and progress.png."""
+    import jax
+
+    import games
+    from configs.loader import load
+    from selfplay.config import SelfPlayConfig
+    from selfplay.eval_store import read_reports
+    from selfplay.evaluator import Evaluator
+    from selfplay.messages import EvalRequest
+    from selfplay.progress import probe_text
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    cfg = load(SelfPlayConfig, root / "configs/chess_cpu.yaml", [
+        "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
+        "search.num_simulations=4", "evaluation.openings=1", "evaluation.engines=[]", "evaluation.max_plies=8",
+        "evaluation.previous_networks=0", "evaluation.mate_puzzles=0", "evaluation.probe=8"])
+    evaluator = Evaluator(str(tmp_path), cfg)
+    game = games.make("chess")
+    obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 1)))
+    variables = evaluator.net.init(jax.random.PRNGKey(0), obs, train=False)
+    report = evaluator.evaluate(EvalRequest(step=0, hours=0.0, positions=0, games=0, variables=variables))
+    expected = probe_lib.probe_network(ProbeSet.load(limit=8), evaluator.apply, variables, evaluator.search, cfg.seed)
+    assert report.probe_policy == expected.policy.agreement and report.probe_search == expected.search.agreement
+    assert report.probe_value_error == pytest.approx(expected.value.error)
+    assert 0 <= report.probe_policy_lower <= report.probe_policy <= report.probe_policy_upper <= 1
+    assert read_reports(tmp_path / "eval" / "ratings.csv")[0].probe_search == pytest.approx(report.probe_search)
+    assert "agrees with Stockfish" in probe_text(report)
+    assert (tmp_path / "eval" / "progress.png").stat().st_size > 0
