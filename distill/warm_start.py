@@ -12,10 +12,13 @@ changes that preset's network (`[network.family=chessformer, ...]`): the same co
 searchless Chessformer student (policy + value) on a frozen self-play corpus, which `match.py`
 plays as `policy:net=DIR` against its teacher. The loss and optimiser are the self-play learner's
 (learner/train.py), so the network, its batch statistics and its input are exactly what a run
-plays with. One caveat: a FEN has no move history, so the history planes of the observation are
-empty in these examples; self-play fills them from its first game on.
+plays with. A FEN has no move history, so the warm-started network reads none (`network.history:
+false`, games/features.py drop_history): it sees a game's positions in play as it saw the boards in
+training, and a run from it (`init.network`) sets `network.history=false` too.
 
 Writes into warm_start.out_dir:
+    state/            the training state (learner/checkpoint.py), every checkpoint_minutes and at the
+                      end: a rerun of the same command resumes it (max_seconds spans every sitting)
     network/          the network directory (models/checkpoint.py) that `init.network` reads
     warm_start.json   steps, examples/s, train loss, held-out move accuracy and value error
 """
@@ -36,6 +39,7 @@ from configs.loader import load, to_dict
 from distill.dataset import best_move
 from distill.records import RecordStore
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
+from learner.checkpoint import Checkpointer
 from learner.parallel import data_parallel
 from learner.train import init_train_state, legal_log_probs, make_train_step
 from models import checkpoint as network_checkpoint
@@ -142,6 +146,7 @@ def warm_start(cfg) -> dict:
     the summary written to warm_start.json."""
     w, d = cfg.warm_start, cfg.data
     sp = selfplay_preset(w.selfplay, w.selfplay_set)
+    sp = dataclasses.replace(sp, network=dataclasses.replace(sp.network, history=False))  # FENs have none
     game = games.make(sp.game)
     net = models.make_network(sp.network, game.spec)
     store = RecordStore(d.records)
@@ -154,32 +159,41 @@ def warm_start(cfg) -> dict:
     train = load_boards(store, train_idx, width, **targets)
     test = load_boards(store, store.split("test", d.test_fraction)[:2000], width, **targets)
     load_seconds = time.time() - t0
-    learner = dataclasses.replace(sp.learner, batch_size=w.batch_size, lr_values=(w.learning_rate,),
-                                  lr_boundaries=(), q_ratio=0.0)
-    replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
-    state = jax.device_put(init_train_state(net, learner, jnp.asarray(train.observation[:1], jnp.float32),
-                                            jax.random.PRNGKey(w.seed)), replicated)
-    step_fn = make_train_step(net, learner)
-    rng = np.random.default_rng(w.seed)
-    losses, start, step = [], time.time(), 0
-    compiled_at = start
-    while step < w.max_steps and not (w.max_seconds and time.time() - start > w.max_seconds):
-        raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
-        batch = jax.device_put(train.batch(rng.integers(0, len(train), w.batch_size)), split)
-        state, metrics = step_fn(state, batch)
-        step += 1
-        if step == 1:
-            jax.block_until_ready(metrics["loss"])
-            compiled_at = time.time()
-        if step % w.log_every == 0:
-            losses.append({k: float(metrics[k]) for k in ("loss", "policy_loss", "value_loss")})
-            if w.progress:
-                print(f"warm-start step {step}: " + " ".join(f"{k} {v:.3f}" for k, v in losses[-1].items()),
-                      flush=True)
-    jax.block_until_ready(state.params)
-    rate = (step - 1) / max(time.time() - compiled_at, 1e-9) if step > 1 else 0.0
-    variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
     out = Path(w.out_dir)
+    replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
+    sample_obs = jnp.asarray(train.observation[:1], jnp.float32)
+    with Checkpointer(out / "state", keep=2) as checkpoints:
+        state, plan = _start_or_resume(checkpoints, net, sp.learner, w, sample_obs)
+        state = jax.device_put(state, replicated)
+        start_step, spent = int(state.step), plan.get("seconds", 0.0)
+        lr, step_fn = None, None
+        rng = np.random.default_rng([w.seed, start_step])  # a resumed run draws fresh batches
+        losses, start, step = [], time.time(), start_step
+        compiled_at, compiled_step, saved_at = start, start_step, start
+        elapsed = lambda: spent + time.time() - start  # noqa: E731  (the budget spans every sitting)
+        while step < w.max_steps and not (w.max_seconds and elapsed() > w.max_seconds):
+            raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
+            if phase_lr(w, step, elapsed()) != lr:  # a new phase: the step with its rate (one compile)
+                lr = phase_lr(w, step, elapsed())
+                step_fn = make_train_step(net, _learner(sp.learner, w, lr))
+            batch = jax.device_put(train.batch(rng.integers(0, len(train), w.batch_size)), split)
+            state, metrics = step_fn(state, batch)
+            step += 1
+            if step == start_step + 1:
+                jax.block_until_ready(metrics["loss"])
+                compiled_at, compiled_step = time.time(), step
+            if step % w.log_every == 0:
+                losses.append({k: float(metrics[k]) for k in ("loss", "policy_loss", "value_loss")})
+                if w.progress:
+                    print(f"warm-start step {step}: " + " ".join(f"{k} {v:.3f}" for k, v in losses[-1].items())
+                          + f" lr {float(metrics['learning_rate']):.4f}", flush=True)
+            if w.checkpoint_minutes and time.time() - saved_at > 60 * w.checkpoint_minutes:
+                checkpoints.save(state, {**plan, "seconds": elapsed()})
+                saved_at = time.time()
+        checkpoints.save(state, {**plan, "seconds": elapsed()})
+    jax.block_until_ready(state.params)
+    rate = (step - compiled_step) / max(time.time() - compiled_at, 1e-9) if step > compiled_step else 0.0
+    variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
     metadata = {"warm_start": {"records": str(d.records), "steps": step, "train_boards": len(train),
                                "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
                                "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
@@ -187,13 +201,43 @@ def warm_start(cfg) -> dict:
     network_checkpoint.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
     summary = {"network": str(out / "network"), "selfplay": w.selfplay, "selfplay_set": list(w.selfplay_set),
                "family": sp.network.family, "parameters": _count(variables["params"]), "steps": step,
+               "new_steps": step - start_step, "final_learning_rate": lr,
                "devices": replicated.mesh.size,
-               "seconds": time.time() - start, "load_seconds": load_seconds,
+               "seconds": time.time() - start, "total_seconds": spent + time.time() - start,
+               "load_seconds": load_seconds,
                "examples_per_second": rate * w.batch_size, "train_boards": len(train),
                "last": losses[-1] if losses else None,
                "test": evaluate(net, variables, test), "train_sample": evaluate(net, variables, _head(train))}
     (out / "warm_start.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+LR_DROPS = (0.6, 0.85)  # fractions of the budget (max_steps or max_seconds) where the rate drops 10x
+
+
+def phase_lr(w, step: int, seconds: float) -> float:
+    """The learning rate at `step` after `seconds` of training: warm_start.learning_rate, 10x lower
+    from each of LR_DROPS of the budget on (whichever of max_steps and max_seconds is nearer its end)."""
+    progress = max(step / w.max_steps if w.max_steps else 0.0, seconds / w.max_seconds if w.max_seconds else 0.0)
+    return w.learning_rate * 0.1 ** sum(progress >= f for f in LR_DROPS)
+
+
+def _learner(base, w, lr: float):
+    """The self-play learner's loss and optimiser at the warm start's batch and a constant rate."""
+    return dataclasses.replace(base, batch_size=w.batch_size, lr_values=(lr,), lr_boundaries=(), q_ratio=0.0)
+
+
+def _start_or_resume(checkpoints, net, learner, w, sample_obs):
+    """(TrainState, plan): the newest checkpoint of out_dir/state and its plan ({"seconds": spent}),
+    or a fresh state from `seed` and an empty plan."""
+    fresh = init_train_state(net, _learner(learner, w, w.learning_rate), sample_obs, jax.random.PRNGKey(w.seed))
+    restored = checkpoints.restore_latest(fresh)
+    if restored is None:
+        return fresh, {}
+    state, meta = restored
+    print(f"warm-start: resumed at step {int(state.step)} ({meta.get('seconds', 0.0) / 60:.1f} minutes spent)",
+          flush=True)
+    return state, dict(meta)
 
 
 def _count(params) -> int:

@@ -112,3 +112,38 @@ def append(names: Sequence[str], game: str, obs: jax.Array) -> jax.Array:
         return x
     check(names, game)
     return jnp.concatenate([x] + [FEATURES[name][game].compute(x).astype(jnp.float32) for name in names], axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryLayout:
+    """Where an observation keeps what a position set up from a FEN does not have."""
+
+    planes: int  # planes per position
+    positions: int  # positions, the current one first
+    empty: tuple[float, ...]  # what an empty history slot's planes hold (before the game's start)
+    game_length: tuple[int, ...]  # planes counting the plies played (a FEN's board: 0)
+
+
+# pgx chess: 8 positions of 14 planes (12 pieces, then "seen once" and "seen twice or more"), then
+# colour, the plies played / 512, 4 castling rights and the no-progress count; an empty slot of the
+# history reads "seen once".
+HISTORY_LAYOUT = {"chess": HistoryLayout(14, 8, (0.0,) * 12 + (1.0, 0.0), (113,))}
+
+
+def check_history(game: str) -> None:
+    """Raises one ValueError line if `game`'s observation has no history planes to drop."""
+    if game not in HISTORY_LAYOUT:
+        raise ValueError(f"network.history: false drops the earlier positions of an observation; {game}'s "
+                         f"observation has none that this knows of (known: {', '.join(HISTORY_LAYOUT)})")
+
+
+def drop_history(game: str, obs: jax.Array) -> jax.Array:
+    """obs [B, H, W, C] -> the same as a position set up from a FEN (no moves before it) shows it: every
+    earlier position's planes those of an empty history slot, the plies played 0."""
+    check_history(game)
+    layout = HISTORY_LAYOUT[game]
+    c, start, stop = obs.shape[-1], layout.planes, layout.planes * layout.positions
+    replaced = jnp.zeros(c, bool).at[start:stop].set(True).at[jnp.asarray(layout.game_length)].set(True)
+    fill = jnp.zeros(c, obs.dtype).at[start:stop].set(jnp.tile(jnp.asarray(layout.empty, obs.dtype),
+                                                                layout.positions - 1))
+    return jnp.where(replaced, fill, obs)

@@ -43,12 +43,18 @@ class NetworkConfig:
     # planes the game defines, appended to its observation in this order (games/features.py; connect
     # four: parity, threats); any self-play family reads them
     input_features: tuple[str, ...] = ()
+    # false: the network sees the current position only, the earlier positions' planes of the
+    # observation zeroed (games/features.py drop_history): a network distilled from FEN boards (no
+    # moves before them: distill.py warm-start) then reads a game's positions as it was trained to
+    history: bool = True
 
 
 def check_game(cfg: NetworkConfig, game: str) -> None:
     """Raises one ValueError line when `cfg` cannot read `game`'s observation (the config loader and
     `make_network` both ask, so a run fails before it starts and a library caller still hears)."""
     features.check(cfg.input_features, game)
+    if not cfg.history:
+        features.check_history(game)
 
 
 def upgrade_network_dict(network: Any, game: Optional[str]) -> Any:
@@ -81,17 +87,21 @@ def upgrade_network_dict(network: Any, game: Optional[str]) -> Any:
 
 
 class WithFeatures(nn.Module):
-    """`body` on the observation with `names`' planes appended (games/features.py). The body shares this
-    module's scope, so its parameters are named as they are without features."""
+    """`body` on the observation with `names`' planes appended (games/features.py), its earlier
+    positions' planes zeroed unless `history`. The body shares this module's scope, so its parameters
+    are named as they are without features."""
 
     body: nn.Module
     game: str
     names: tuple[str, ...]
+    history: bool = True
 
     def setup(self):
         nn.share_scope(self, self.body)
 
     def __call__(self, obs, *args, **kwargs):
+        if not self.history:
+            obs = features.drop_history(self.game, obs)
         return self.body(features.append(self.names, self.game, obs), *args, **kwargs)
 
 
@@ -109,9 +119,9 @@ def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
         # pgx's action ids.
         planes = game_spec.observation_shape[-1] + features.num_planes(cfg.input_features, game_spec.name)
         body = Chessformer(dataclasses.replace(cfg.chessformer, input_features=planes, policy_space="pgx"))
-    if not cfg.input_features:
+    if not cfg.input_features and cfg.history:
         return body
-    return WithFeatures(body, game_spec.name, tuple(cfg.input_features))
+    return WithFeatures(body, game_spec.name, tuple(cfg.input_features), cfg.history)
 
 
 def _refuse_family(family: str) -> None:
@@ -125,9 +135,9 @@ def make_model(cfg: NetworkConfig, game_spec=None) -> nn.Module:
     """Any family on its native input: searchless -> SearchlessTransformer (tokens -> log-probs);
     chessformer -> Chessformer (squares [B, 64, F] -> NetworkOutput over cfg.chessformer.policy_space);
     resnet -> as `make_network` (needs game_spec)."""
-    if cfg.family != "resnet" and cfg.input_features:
+    if cfg.family != "resnet" and (cfg.input_features or not cfg.history):
         raise ValueError("network.input_features are planes appended to a pgx observation; a student on its "
-                         "native input (FEN tokens, square features) reads none: set it to []")
+                         "native input (FEN tokens, square features) reads none: set it to [] (and network.history to true)")
     if cfg.family == "searchless":
         return SearchlessTransformer(cfg.searchless)
     if cfg.family == "chessformer":

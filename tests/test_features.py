@@ -246,3 +246,29 @@ def test_older_feature_keys_without_a_mapping_are_one_line():
     assert from_dict(NetworkConfig, _old_network_dict(False, 0), prefix="network") == NetworkConfig(resnet=TINY)
     # a family other than the ResNet never read them: dropped
     assert upgrade_network_dict(_old_network_dict(True, 4, family="chessformer"), "chess").get("input_features") is None
+
+
+def test_a_network_without_history_reads_a_game_as_its_fen():
+    """network.history=false: the same outputs for a position reached by moves (history planes, plies
+    played) and for its FEN alone, where a network that reads history sees two inputs."""
+    import chess
+
+    from games import chess_bridge
+    from models import make_network
+    board = chess.Board()
+    for uci in "e2e4 e7e5 g1f3 b8c6 f1b5 a7a6 b5a4 g8f6".split():
+        board.push_uci(uci)
+    obs = np.stack([np.asarray(chess_bridge.board_to_state(board).observation),
+                    np.asarray(chess_bridge.fen_to_state(board.fen()).observation)])
+    spec = games.make("chess").spec
+    outs = {}
+    for history in (True, False):
+        net = make_network(NetworkConfig(resnet=ResNetConfig(num_blocks=1, filters=8, value_hidden=8),
+                                         history=history), spec)
+        variables = net.init(jax.random.PRNGKey(0), obs[:1], train=False)
+        outs[history] = net.apply(variables, obs, train=False)
+    np.testing.assert_array_equal(np.asarray(outs[False].policy_logits[0]), np.asarray(outs[False].policy_logits[1]))
+    np.testing.assert_array_equal(np.asarray(outs[False].value[0]), np.asarray(outs[False].value[1]))
+    assert not np.array_equal(np.asarray(outs[True].policy_logits[0]), np.asarray(outs[True].policy_logits[1]))
+    with pytest.raises(ValueError, match="network.history"):
+        make_network(NetworkConfig(history=False), games.make("tic_tac_toe").spec)

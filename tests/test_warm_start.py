@@ -81,7 +81,8 @@ def test_warm_start_learns_the_best_moves(distilled):
 def test_a_run_starts_from_the_distilled_weights(distilled):
     tmp, summary = distilled
     saved = models.checkpoint.load(summary["network"])
-    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}"])
+    assert saved.config.history is False  # FEN boards have no history: the network reads none
+    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false"])
     game = games.make("chess")
     state = initial_state(cfg, game, models.make_network(cfg.network, game.spec))
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.params), saved.variables["params"])
@@ -89,7 +90,7 @@ def test_a_run_starts_from_the_distilled_weights(distilled):
                  saved.variables["batch_stats"])
     assert int(state.step) == 0
     assert saved.metadata["search"] == to_dict(cfg.search)  # mcts:net= plays the preset's search
-    fresh = initial_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), []), game,
+    fresh = initial_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), ["network.history=false"]), game,
                           models.make_network(cfg.network, game.spec))
     assert not np.array_equal(jax.tree.leaves(fresh.params)[0], jax.tree.leaves(state.params)[0])
 
@@ -101,9 +102,29 @@ def test_a_network_of_another_shape_or_path_is_one_line(distilled):
                  [f"init.network={summary['network']}", "network.resnet.filters=16"])
     with pytest.raises(RunError, match="filters=8.*filters=16"):
         initial_state(wider, game, models.make_network(wider.network, game.spec))
+    reads_history = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}"])
+    with pytest.raises(RunError, match="history=false.*set network"):
+        initial_state(reads_history, game, models.make_network(reads_history.network, game.spec))
     missing = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={tmp / 'nowhere'}"])
     with pytest.raises(RunError, match="init.network"):
         initial_state(missing, game, models.make_network(missing.network, game.spec))
+
+
+def test_an_interrupted_warm_start_resumes_where_it_stopped(distilled):
+    """A rerun of the same command continues the saved training state (its steps and seconds count
+    toward the budget) instead of starting again; the rate drops 10x at 60% and 85% of the budget."""
+    tmp, summary = distilled
+    cfg = lambda steps: load(DistillConfig, None, [  # noqa: E731
+        f"data.records={tmp / 'rec'}", "data.test_fraction=0.25", f"warm_start.selfplay={tmp / 'tiny.yaml'}",
+        f"warm_start.out_dir={tmp / 'ws'}", "warm_start.batch_size=16", f"warm_start.max_steps={steps}",
+        "warm_start.learning_rate=0.05", "warm_start.progress=false"])
+    again = warm_start(cfg(160))  # the fixture's run stopped at its budget of 150
+    assert (again["steps"], again["new_steps"]) == (160, 10)
+    assert again["total_seconds"] > again["seconds"]
+    assert again["final_learning_rate"] == pytest.approx(0.05 / 100)  # past 85% of 160 steps
+    from distill.warm_start import phase_lr
+    w = cfg(100).warm_start
+    assert [phase_lr(w, s, 0.0) for s in (0, 59, 60, 84, 85)] == pytest.approx([0.05, 0.05, 0.005, 0.005, 0.0005])
 
 
 def _corpus_records(path, copies: int = 1):
