@@ -25,6 +25,8 @@ class SearchConfig:
     # Q in the PUCT score: "parent_and_siblings" (mctx default: min-max over V(s) and visited Q,
     # unvisited -> 0), "min_max" (fixed bounds [-1, 1] -> [0, 1], unvisited -> 0 = a loss) or "fpu"
     # ([-1, 1] -> [0, 1] unnormalised, unvisited -> V(s) - fpu_reduction: lc0's first-play urgency).
+    # Gumbel's completed Q: "parent_and_siblings" rescaled over the siblings, "min_max" on the fixed
+    # scale (a flat value's noise stays small beside the prior); "fpu" is PUCT's only.
     q_transform: QTransform = "parent_and_siblings"
     fpu_reduction: float = 0.0  # "fpu": how much worse than its parent an untried move is assumed
     root_noise: bool = True  # mix Dirichlet noise into the root prior (self-play on, play off)
@@ -69,6 +71,9 @@ class SearchConfig:
             raise ValueError(f"search policy must be one of {POLICIES}, got {self.policy!r}")
         if self.q_transform not in Q_TRANSFORMS:
             raise ValueError(f"search q_transform must be one of {Q_TRANSFORMS}, got {self.q_transform!r}")
+        if self.policy == "gumbel" and self.q_transform == "fpu":
+            raise ValueError("search q_transform 'fpu' is PUCT's (Gumbel completes an unvisited move's Q with "
+                             "the mixed value): use 'parent_and_siblings' or 'min_max' with policy 'gumbel'")
         if self.win_check not in WIN_CHECKS:
             raise ValueError(f"search win_check must be one of {WIN_CHECKS}, got {self.win_check!r}")
         if self.win_check_max_replies < 0:
