@@ -21,8 +21,14 @@ class LearnerConfig:
     optimizer: Optimizer = "sgd"
     momentum: float = 0.9  # SGD (Nesterov off) momentum; Adam's b1
     l2: float = 1e-4  # c of the loss term c * ||theta||^2 (applied as weight decay 2c)
+    # true: the decay shrinks every parameter (AlphaZero); false: only kernels and embeddings (parameters
+    # of 2+ dimensions), not BatchNorm/LayerNorm scales and biases nor any bias (bench/value_collapse.py)
+    decay_norms: bool = True
     value_weight: float = 1.0  # weight of (target - v)^2
     q_ratio: float = 0.0  # value target = (1 - q_ratio) z + q_ratio q, q the search's root value (Lc0's q_ratio)
+    # > 0: q_ratio acts only on batches whose value (before the step) explains at least this share of
+    # the outcomes' variance (value_explained); the others train on z alone. 0: q_ratio on every batch
+    q_ratio_after_explained: float = 0.0
     wdl_weight: float = 1.0  # weight of the WDL cross entropy when the network has a WDL head
     # each position under a random board symmetry of its game (games/symmetry.py: connect four's mirror,
     # tic-tac-toe's and Go's eight; chess has none), drawn afresh at every step
@@ -61,6 +67,11 @@ class LearnerConfig:
         check_unit_interval(self, "momentum", prefix="learner.")
         if not 0.0 <= self.q_ratio <= 1.0:
             raise ValueError("learner.q_ratio must be in [0, 1]")
+        if not 0.0 <= self.q_ratio_after_explained < 1.0:
+            raise ValueError(f"learner.q_ratio_after_explained must be in [0, 1) (0: off), got {self.q_ratio_after_explained:g}")
+        if self.q_ratio_after_explained > 0 and self.q_ratio == 0:
+            raise ValueError("learner.q_ratio_after_explained gates learner.q_ratio, which is 0: set q_ratio > 0 "
+                             "or leave q_ratio_after_explained at 0")
         if self.num_gpus < 0 or self.num_cpus < 0:
             raise ValueError("learner num_gpus and num_cpus must be >= 0")
         if self.devices < 0:

@@ -65,12 +65,20 @@ def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
     return optax.piecewise_constant_schedule(cfg.lr_values[0], scales)
 
 
+def kernels_only(params: Any) -> Any:
+    """The weight-decay mask of `decay_norms: false`: True for parameters of 2+ dimensions (conv and
+    dense kernels, embeddings), False for BatchNorm/LayerNorm scales and biases and every bias."""
+    return jax.tree.map(lambda p: jnp.ndim(p) >= 2, params)
+
+
 def make_optimizer(cfg: LearnerConfig) -> optax.GradientTransformation:
     """SGD with momentum on the loss gradient plus 2c theta (the gradient of c ||theta||^2), or AdamW
-    with weight decay 2c (decoupled: scaled by the learning rate, not by Adam's second moment)."""
+    with weight decay 2c (decoupled: scaled by the learning rate, not by Adam's second moment). With
+    `decay_norms` false the decay skips what `kernels_only` masks out."""
+    mask = None if cfg.decay_norms else kernels_only
     if cfg.optimizer == "adam":
-        return optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2)
-    return optax.chain(optax.add_decayed_weights(2 * cfg.l2),
+        return optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2, mask=mask)
+    return optax.chain(optax.add_decayed_weights(2 * cfg.l2, mask=mask),
                        optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
 
 
@@ -94,15 +102,23 @@ def legal_log_probs(policy_logits: jax.Array, legal_actions: jax.Array):
     return jax.nn.log_softmax(logits, axis=-1), legal_actions != slots.EMPTY
 
 
-def value_target(cfg: LearnerConfig, batch: Batch) -> jax.Array:
+def value_target(cfg: LearnerConfig, batch: Batch, v: jax.Array | None = None) -> jax.Array:
     """[B] the value head's target: z, or z mixed with the search's root value q (less noisy than a
-    single game's result, and not a draw's 0 for every position of a drawn game)."""
+    single game's result, and not a draw's 0 for every position of a drawn game). With
+    `q_ratio_after_explained` > 0, q is mixed in only when the value v [B] (the network's, before the
+    step) explains at least that share of the batch's outcome variance; z alone otherwise."""
     z = jnp.asarray(batch.z).astype(jnp.float32)
     if cfg.q_ratio == 0.0:
         return z
     if batch.q is None:
         raise ValueError("learner.q_ratio > 0 needs batches with the search's root value q")
-    return (1.0 - cfg.q_ratio) * z + cfg.q_ratio * jnp.asarray(batch.q).astype(jnp.float32)
+    ratio = jnp.float32(cfg.q_ratio)
+    if cfg.q_ratio_after_explained > 0:
+        if v is None:
+            raise ValueError("learner.q_ratio_after_explained needs the value v to gate q_ratio")
+        explained = explained_variance(z, jax.lax.stop_gradient(jnp.asarray(v, jnp.float32)))
+        ratio = jnp.where(explained >= cfg.q_ratio_after_explained, ratio, 0.0)  # NaN (z all equal): z alone
+    return (1.0 - ratio) * z + ratio * jnp.asarray(batch.q).astype(jnp.float32)
 
 
 def explained_variance(z: jax.Array, v: jax.Array) -> jax.Array:
@@ -145,7 +161,7 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
     policy_loss = cross_entropy.mean()
     z = jnp.asarray(batch.z).astype(jnp.float32)
-    value_loss = jnp.mean((value_target(cfg, batch) - out.value.astype(jnp.float32)) ** 2)
+    value_loss = jnp.mean((value_target(cfg, batch, out.value) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
     v = jax.lax.stop_gradient(out.value.astype(jnp.float32))
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,

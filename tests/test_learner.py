@@ -17,7 +17,15 @@ from configs.loader import ConfigError, load
 from games import symmetry
 from learner.checkpoint import Checkpointer
 from learner.config import LearnerConfig
-from learner.train import init_train_state, learning_rate, legal_log_probs, loss_and_metrics, make_train_step
+from learner.train import (
+    init_train_state,
+    learning_rate,
+    legal_log_probs,
+    loss_and_metrics,
+    make_optimizer,
+    make_train_step,
+    value_target,
+)
 from models import NetworkOutput
 from selfplay.config import SelfPlayConfig
 from selfplay.messages import TrainingBatch
@@ -88,6 +96,58 @@ def test_q_ratio_mixes_the_root_value_into_the_value_target():
         loss_and_metrics({}, {}, net, LearnerConfig(q_ratio=0.5), batch._replace(q=None))
     with pytest.raises(ValueError, match="q_ratio"):
         LearnerConfig(q_ratio=1.5)
+
+
+def test_q_ratio_after_explained_trains_on_z_alone_until_the_value_explains_that_share():
+    z, q = jnp.array([1.0, -1.0, 0.0, 0.0]), jnp.array([0.2, 0.2, 0.2, 0.2])  # Var(z) = 0.5
+    batch = TrainingBatch(observation=jnp.zeros((4, 1)), legal_actions=jnp.zeros((4, 1), jnp.int32),
+                          policy=jnp.ones((4, 1)), z=z, q=q)
+    gated = LearnerConfig(q_ratio=0.5, q_ratio_after_explained=0.5)
+    mixed = 0.5 * np.asarray(z) + 0.5 * np.asarray(q)
+    flat = jnp.zeros(4)  # explains 0 of the outcomes: z alone
+    np.testing.assert_allclose(value_target(gated, batch, flat), z)
+    weak = jnp.array([0.2, -0.2, 0.0, 0.0])  # Var(z - v) = 0.32: explains 0.36 < 0.5, still z alone
+    np.testing.assert_allclose(value_target(gated, batch, weak), z)
+    good = jnp.array([0.5, -0.5, 0.0, 0.0])  # explains 0.75 >= 0.5: q mixed in at q_ratio
+    np.testing.assert_allclose(value_target(gated, batch, good), mixed, rtol=1e-6)
+    draws = batch._replace(z=jnp.zeros(4))  # every z equal: nothing to explain (NaN), z alone
+    np.testing.assert_allclose(value_target(gated, draws, good), jnp.zeros(4))
+    # off (the default): q on every batch, whatever v explains
+    np.testing.assert_allclose(value_target(LearnerConfig(q_ratio=0.5), batch, flat), mixed, rtol=1e-6)
+    # inside the loss the gate reads the network's own value: v = 0.5, 0 explains nothing here
+    net = FixedNet(np.zeros((4, 1)), [0.5, 0.5, 0.5, 0.5])
+    _, (_, m) = loss_and_metrics({}, {}, net, gated, batch)
+    np.testing.assert_allclose(m["value_loss"], np.mean((np.asarray(z) - 0.5) ** 2), rtol=1e-6)
+    with pytest.raises(ValueError, match="q_ratio_after_explained"):
+        LearnerConfig(q_ratio_after_explained=0.1)  # gates nothing: q_ratio is 0
+    with pytest.raises(ValueError, match="q_ratio_after_explained"):
+        LearnerConfig(q_ratio=0.5, q_ratio_after_explained=1.0)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_decay_norms_false_leaves_batchnorm_and_biases_out_of_weight_decay(optimizer):
+    _, net, batch = ttt_setup(batch=4)
+    params = net.init(jax.random.PRNGKey(0), batch.observation[:1])["params"]
+    zero = jax.tree.map(jnp.zeros_like, params)
+
+    def update(decay_norms):  # the first update on a zero gradient: weight decay alone
+        cfg = LearnerConfig(optimizer=optimizer, lr_values=(0.1,), lr_boundaries=(), l2=1e-2, decay_norms=decay_norms)
+        tx = make_optimizer(cfg)
+        updates, _ = tx.update(zero, tx.init(params), params)
+        return {"/".join(str(getattr(k, "key", k)) for k in path): np.asarray(u)
+                for path, u in jax.tree_util.tree_flatten_with_path(updates)[0]}
+
+    decay_all, kernels = update(True), update(False)
+    bn = [k for k in decay_all if "BatchNorm" in k]
+    assert any(k.endswith("scale") for k in bn) and any(k.endswith("bias") for k in bn)
+    bn_scale = next(k for k in bn if k.endswith("scale"))  # 1 at init: decay moves it by lr * 2c
+    np.testing.assert_allclose(decay_all[bn_scale], -0.1 * 2e-2, rtol=1e-5)
+    for k in bn:
+        assert not kernels[k].any(), k  # excluded: a zero gradient moves them not at all
+    dense_bias = [k for k in decay_all if k.startswith("Dense") and k.endswith("bias")]
+    assert dense_bias and not any(kernels[k].any() for k in dense_bias)
+    conv = [k for k in decay_all if k.endswith("kernel")]
+    assert conv and all(kernels[k].any() and np.array_equal(kernels[k], decay_all[k]) for k in conv)
 
 
 @pytest.mark.parametrize("name", ["value_weight", "wdl_weight", "l2"])
