@@ -1,0 +1,49 @@
+"""bench/value_collapse.py, the learner-only harness of the GPU run's value collapse: it runs (tiny
+network, ~50 steps, short random games), feeds the learner what self-play would (versions that age,
+q from the network that played), and reports a value head forced dead as collapsed and a healthy one not."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--blocks", "1", "--filters", "8", "--batch", "32", "--steps", "50", "--delay", "20", "--window", "2000",
+        "--min-positions", "200", "--pool-games", "8", "--max-plies", "40", "--health-every", "10",
+        "--health-min-steps", "20", "--series-every", "25",
+        "--lr", "0.005,0.001,0.0002"]  # at the preset's 0.05 this 1x8 head saturates its tanh within 50 steps
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("value_collapse", ROOT / "bench" / "value_collapse.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    cache = tmp_path_factory.mktemp("value_collapse")  # the random games, shared by both runs
+
+    def run(*extra, capsys):
+        assert module.main([*TINY, "--cache", str(cache), *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+    return run
+
+
+def test_a_dead_value_head_is_reported_collapsed_and_a_healthy_one_not(harness, capsys):
+    healthy = harness(capsys=capsys)
+    dead = harness("--dead-value-head", capsys=capsys)
+    s = healthy["settings"]
+    assert s["slots"] * s["plies_per_step"] == pytest.approx(16)  # batch 32 / train ratio 2 per step
+    assert s["mean_game_plies"] == 40 and s["pool_positions"] == 8 * 40 and s["pool_endings"]["capped"] == 1.0
+    assert [p["step"] for p in healthy["series"]] == [25, 50]
+    # the learner trains on games played by older networks: ages grow with the lifetime (20 steps)
+    assert 0 < healthy["series"][0]["sample_age"] < healthy["series"][1]["sample_age"]
+    assert healthy["value_health_start"]["step"] == 10 and healthy["value_untrained"]["value_active"] > 0.2
+
+    assert not healthy["collapsed"] and healthy["collapse_step"] is None
+    assert all(p["value_active"] > 0.2 and p["value_std"] > 1e-3 for p in healthy["series"])
+    assert dead["collapsed"] and dead["collapse_step"] == 30  # the first check 20 steps past the start
+    assert all(p["value_active"] == 0.0 and p["value_std"] < 1e-6 for p in dead["series"])
+    assert dead["value_untrained"]["value_active"] == 0.0 and not dead["value_std_stays_above_untrained"]
