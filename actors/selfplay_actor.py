@@ -68,11 +68,6 @@ def _restarted() -> bool:
         return bool(context.was_current_actor_reconstructed)
 
 
-def make_evaluate(net):
-    """The network as the search calls it: (variables, obs [B, ...]) -> NetworkOutput."""
-    return lambda variables, obs: net.apply(variables, obs, train=False)
-
-
 class SelfPlayActor:
     """Plays `actor_cfg.games_per_actor` games in parallel forever, a few plies per `play` call."""
 
@@ -89,7 +84,7 @@ class SelfPlayActor:
         self.cfg = actor_cfg
         self.game = games.make(game_name)
         self.net = models.make_network(network_cfg, self.game.spec)
-        self.search = search_lib.make_search(self.game, make_evaluate(self.net), search_cfg,
+        self.search = search_lib.make_search(self.game, models.evaluation_fn(self.net), search_cfg,
                                              return_tree=search_cfg.reuse_tree)
         self.replay = replay
         self.store = param_store

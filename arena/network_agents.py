@@ -94,15 +94,17 @@ class _NetworkAgent(Agent):
     def __init__(self, net_dir: str, name: str, temperature: float = 0.0, seed: int = 0):
         import jax
 
-        from models import checkpoint
-        network = checkpoint.load(net_dir)
+        import models
+        network = models.load_evaluation(net_dir)
         if network.game != "chess":
             raise ValueError(f"network directory {net_dir} plays '{network.game}', not chess "
                              "(searchless students are av:/sv:/bc: agents)")
         self.name = name
         self.metadata = network.metadata
-        self.module = network.module()
-        self.variables = jax.tree.map(jax.numpy.asarray, network.variables)
+        self.module = network.module
+        self.variables = network.variables
+        # (params, observations [B, 8, 8, 119]) -> NetworkOutput (policy_logits [B, 4672], value [B])
+        self.evaluate = network.evaluate
         self.temperature = temperature
         self.seed = seed
         self._key = jax.random.PRNGKey(seed)
@@ -117,10 +119,6 @@ class _NetworkAgent(Agent):
         import jax
         self._key, key = jax.random.split(self._key)
         return key
-
-    def evaluate(self, params, observations):
-        """observations [B, 8, 8, 119] -> NetworkOutput (policy_logits [B, 4672], value [B])."""
-        return self.module.apply(params, observations, train=False)
 
     def options(self) -> list[Option]:
         return [Option("Temperature", "string", self.temperature)]

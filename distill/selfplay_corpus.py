@@ -60,14 +60,14 @@ def network_teacher(net_dir: str | Path, batch: int = 64) -> Teacher:
     import jax
     import jax.numpy as jnp
 
+    import models
     from games import chess_bridge
-    from models import checkpoint as model_checkpoint
 
-    network = model_checkpoint.load(net_dir)
+    network = models.load_evaluation(net_dir)
     if network.game != "chess":
         raise ValueError(f"{net_dir}: a teacher must be a chess self-play network (game: {network.game})")
-    module, variables = network.module(), network.variables
-    apply = jax.jit(lambda obs: module.apply(variables, obs, train=False).value)
+    evaluate, variables = network.evaluate, network.variables
+    apply = jax.jit(lambda obs: evaluate(variables, obs).value)
 
     def values(boards: Sequence[chess.Board]) -> np.ndarray:
         obs = np.stack([np.asarray(chess_bridge.fen_to_state(b.fen()).observation) for b in boards])

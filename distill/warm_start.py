@@ -129,7 +129,7 @@ def selfplay_preset(path: str, overrides=()):
 
 def evaluate(net, variables, boards: Boards, batch_size: int = 256) -> dict:
     """Held-out move accuracy (argmax over legal moves == the record's best) and value MSE."""
-    apply = jax.jit(lambda v, o: net.apply(v, o, train=False))
+    apply = jax.jit(models.evaluation_fn(net))
     hits, sq = 0, 0.0
     for s in range(0, len(boards), batch_size):
         rows = np.arange(s, min(s + batch_size, len(boards)))

@@ -105,10 +105,9 @@ class Evaluator:
         self.game = games.make(cfg.game)
         self.defaults = game_evaluation.defaults(cfg.game)  # FEN and UCI: books, engines, PGN, mate puzzles
         self.net = models.make_network(cfg.network, self.game.spec)
-        apply = lambda variables, obs: self.net.apply(variables, obs, train=False)  # noqa: E731
-        self.apply = apply
+        self.apply = models.evaluation_fn(self.net)
         self.search_cfg = cfg.search.for_play()  # what `mcts:net=eval/networks/step-N` plays too
-        self.search = search_lib.make_search(self.game, apply, self.search_cfg)
+        self.search = search_lib.make_search(self.game, self.apply, self.search_cfg)
         self.reports = read_reports(self.dir / "ratings.csv")
         self.results = read_games(self.dir / "games.csv")
         self.key = jax.random.PRNGKey(cfg.seed + 7919)
