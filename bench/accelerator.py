@@ -74,10 +74,9 @@ def with_dtype(net_cfg: models.NetworkConfig, dtype: str) -> models.NetworkConfi
 
 
 def bench_search(batches, sims: int, repeats: int, win_check: str = "root", dtype: str = "float32") -> None:
-    net = models.make_network(with_dtype(CPU_NET, dtype), CHESS.spec)
+    network = models.load_evaluation(with_dtype(CPU_NET, dtype), CHESS.spec, seed=0)
+    evaluate, variables = network.evaluate, network.variables
     states = positions(max(batches))
-    variables = net.init(jax.random.PRNGKey(0), CHESS.observe(states)[:1], train=False)
-    evaluate = lambda v, o: net.apply(v, o, train=False)
     for policy in ("puct", "gumbel"):
         run = search.make_search(CHESS, evaluate, SearchConfig(
             policy=policy, num_simulations=sims, win_check=win_check, max_num_considered_actions=8))

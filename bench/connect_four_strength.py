@@ -26,9 +26,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import games  # noqa: E402
+import models  # noqa: E402
 from arena.board_players import alphabeta_move  # noqa: E402
 from configs.loader import load  # noqa: E402
-from models import checkpoint as network_checkpoint  # noqa: E402
 from search import make_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 
@@ -124,25 +124,24 @@ def main() -> None:
         p.error(str(e))
     network_dir = args.network or os.path.join(args.run, "network")
     try:
-        ckpt = network_checkpoint.load(network_dir)
+        network = models.load_evaluation(network_dir)
     except (ValueError, OSError) as e:  # a missing or damaged network directory
         p.error(str(e))
     try:  # opened now: a bad path fails before the games, not after
         trace_file = open(args.trace, "w") if args.trace else None
     except OSError as e:
         p.error(f"--trace {args.trace}: {e.strerror}; name a file in a writable directory")
-    net = ckpt.module()
     game = games.make("connect_four")
     search_cfg = dataclasses.replace(cfg.search.for_play(), num_simulations=args.simulations or cfg.search.num_simulations)
-    search = make_search(game, lambda v, o: net.apply(v, o, train=False), search_cfg)
-    result = {"run": args.run, "network": network_dir, "step": ckpt.metadata.get("step"),
+    search = make_search(game, network.evaluate, search_cfg)
+    result = {"run": args.run, "network": network_dir, "step": network.metadata.get("step"),
               "simulations": search_cfg.num_simulations, "alphabeta_depth": args.depth,
               "random_plies": args.random_plies, "overrides": args.overrides}
     ab = lambda board, rng: alphabeta_move(board, args.depth, rng)
     traces: list[GameTrace] = []
     for name, opponent, n in (("random", None, args.random_games), ("alphabeta", ab, args.alphabeta_games)):
         for first in (True, False):
-            r = play(search, ckpt.variables, game, opponent, n, first, seed=int(first),
+            r = play(search, network.variables, game, opponent, n, first, seed=int(first),
                      random_plies=args.random_plies, traces=traces if name == "alphabeta" else None)
             result[f"vs_{name}_{'first' if first else 'second'}"] = r
         total = [result[f"vs_{name}_first"], result[f"vs_{name}_second"]]

@@ -32,9 +32,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import games  # noqa: E402
+import models  # noqa: E402
 from configs.loader import load  # noqa: E402
-from models import checkpoint as network_checkpoint  # noqa: E402
-from models import make_network  # noqa: E402
 from search import make_search, tree_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402
 
@@ -81,22 +80,19 @@ def main(argv=None) -> None:
     overrides = ["search.policy=puct", "search.pb_c_init=4"] + args.overrides
     try:
         cfg = load(SelfPlayConfig, os.path.join(args.run, "config.yaml") if args.run else PRESET, overrides)
-        ckpt = network_checkpoint.load(os.path.join(args.run, "network")) if args.run else None
+        network = models.load_evaluation(os.path.join(args.run, "network")) if args.run else None
     except (ValueError, OSError) as e:  # a bad key or value, a missing run or a damaged network
         p.error(str(e))
     game = games.make(cfg.game)
     if cfg.game != "connect_four":
         p.error(f"bench/deep_search.py measures connect four; the run's game is {cfg.game!r}")
     states = mid_game(game, args.batch, args.plies)
-    if ckpt is None:
-        net = make_network(cfg.network, game.spec)
-        variables = net.init(jax.random.PRNGKey(1), game.observe(states), train=False)
-    else:
-        net, variables = ckpt.module(), ckpt.variables
-    apply_fn = lambda v, o: net.apply(v, o, train=False)
+    if network is None:
+        network = models.load_evaluation(cfg.network, game.spec, seed=1)
+    apply_fn, variables = network.evaluate, network.variables
     result = {"bench": "deep_search", "device": jax.devices()[0].device_kind, "cpu_count": os.cpu_count(),
               "load_average_1m": round(os.getloadavg()[0], 2), "run": args.run or None,
-              "network_step": ckpt.metadata.get("step") if ckpt else "untrained",
+              "network_step": network.metadata.get("step") if args.run else "untrained",
               "batch": args.batch, "random_plies": args.plies, "overrides": overrides, "cells": {}}
     for sims in args.simulations:
         cells, visits = {}, {}

@@ -23,25 +23,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax.numpy as jnp  # noqa: E402
 
 import games  # noqa: E402
+import models  # noqa: E402
 import search  # noqa: E402
 from arena.mate_puzzles import load_mate_puzzles, search_mover, solve_mate_puzzles  # noqa: E402
-from bench import networks  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")
 
 
-def make_evaluate(network: str, seed: int):
-    """(evaluate, params): 'uniform' (zero logits and value), 'untrained' (chess_cpu net), or a dir."""
+def evaluation(network: str, seed: int):
+    """(evaluate, params): 'uniform' (zero logits and value), 'untrained' (chess_cpu's network
+    initialised with `seed`), or a network directory."""
     if network == "uniform":
         def evaluate(params, obs):
             return jnp.zeros((obs.shape[0], CHESS.num_actions)), jnp.zeros((obs.shape[0],))
         return evaluate, None
-    from configs.loader import load
-    from selfplay.config import SelfPlayConfig
+    if network == "untrained":
+        from configs.loader import load
+        from selfplay.config import SelfPlayConfig
 
-    preset = load(SelfPlayConfig, str(Path(__file__).resolve().parents[1] / "configs" / "chess_cpu.yaml"))
-    return networks.make_evaluate(preset.network, CHESS, network, seed)
+        preset = load(SelfPlayConfig, str(Path(__file__).resolve().parents[1] / "configs" / "chess_cpu.yaml"))
+        ev = models.load_evaluation(preset.network, CHESS.spec, seed)
+    else:
+        ev = models.load_evaluation(network)
+    return ev.evaluate, ev.variables
 
 
 def main(argv=None) -> dict:
@@ -62,7 +67,7 @@ def main(argv=None) -> dict:
                           fpu_reduction=args.fpu_reduction,
                           win_check=args.win_check,
                           certainty_propagation=not args.no_certainty)
-    evaluate, params = make_evaluate(args.network, args.seed)
+    evaluate, params = evaluation(args.network, args.seed)
     run = search.make_search(CHESS, evaluate, config)
     result = {"network": args.network, "search": dataclasses.asdict(config), "themes": {}}
     for theme in args.themes.split(","):

@@ -48,13 +48,12 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
     import dataclasses
 
     import games
+    import models
     import search as search_lib
     from arena import probe as probe_lib
     from arena.network_agents import search_config
-    from models import checkpoint
-    network = checkpoint.load(net_dir)
-    module = network.module()
-    apply = lambda v, o: module.apply(v, o, train=False)  # noqa: E731
+    network = models.load_evaluation(net_dir)
+    apply = network.evaluate
     report = probe_lib.probe_network(probe, apply, network.variables)
     out = {"net": net_dir, "policy": dataclasses.asdict(report.policy), "value": dataclasses.asdict(report.value),
            "random": dataclasses.asdict(report.random), "searches": {}}

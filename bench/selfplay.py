@@ -106,12 +106,10 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
                  config: str = os.path.join(ROOT, "configs/chess_cpu.yaml")) -> dict:
     cfg = load(SelfPlayConfig, config, overrides)
     game = games.make(cfg.game)
-    net = models.make_network(cfg.network, game.spec)
+    network = models.load_evaluation(cfg.network, game.spec, seed=1)
+    evaluate, variables, net = network.evaluate, network.variables, network.module
     B = cfg.actors.games_per_actor
     states = jax.jit(game.init)(jax.random.split(jax.random.PRNGKey(0), B))
-    obs = game.observe(states)
-    variables = net.init(jax.random.PRNGKey(1), obs, train=False)
-    evaluate = lambda v, o: net.apply(v, o, train=False)
     search = searcher(game, evaluate, cfg.search)
     step = jax.jit(game.step)
     observe = jax.jit(lambda s: packing.pack(game.observe(s)))  # packed on the device, as the actor does
@@ -196,15 +194,15 @@ def bench_pgx_example_baseline(overrides: list[str], plies: int) -> dict:
 
     cfg = load(SelfPlayConfig, os.path.join(ROOT, "configs/chess_cpu.yaml"), overrides)
     game = games.make(cfg.game)
-    net = models.make_network(cfg.network, game.spec)
+    network = models.load_evaluation(cfg.network, game.spec, seed=1)
+    evaluate, variables = network.evaluate, network.variables
     B = cfg.actors.games_per_actor
     states = jax.jit(game.init)(jax.random.split(jax.random.PRNGKey(0), B))
-    variables = net.init(jax.random.PRNGKey(1), game.observe(states), train=False)
 
     def recurrent_fn(params, key, action, state):
         mover = state.current_player
         state = game.step(state, action)
-        out = net.apply(params, state.observation, train=False)
+        out = evaluate(params, state.observation)
         logits = jnp.where(state.legal_action_mask, out.policy_logits, jnp.finfo(jnp.float32).min)
         reward = state.rewards[jnp.arange(B), mover]
         over = game.terminal(state)
@@ -213,7 +211,7 @@ def bench_pgx_example_baseline(overrides: list[str], plies: int) -> dict:
 
     @jax.jit
     def ply(params, state, key):
-        out = net.apply(params, state.observation, train=False)
+        out = evaluate(params, state.observation)
         root = mctx.RootFnOutput(prior_logits=out.policy_logits, value=out.value, embedding=state)
         policy = mctx.gumbel_muzero_policy(params, key, root, recurrent_fn, cfg.search.num_simulations,
                                            invalid_actions=~state.legal_action_mask)
