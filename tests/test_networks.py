@@ -1,5 +1,6 @@
 """The networks that ship in networks/: each loads (its parameters' sha256 checked) and plays legal
-moves through uci.py, as a fresh clone's user would run it."""
+moves through uci.py, as a fresh clone's user would run it: from the start, a mate in one, a
+stalemate trap and a position with one legal move."""
 from __future__ import annotations
 
 import sys
@@ -19,6 +20,11 @@ def test_a_network_ships():
     assert SHIPPED, "networks/ holds no network directory"
 
 
+MATE_IN_ONE = ("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "a1a8")  # the back rank
+STALEMATE_TRAP = "7k/8/6Q1/8/8/8/8/K7 w - - 0 1"  # Qf7 (and three king moves) stalemate; Qg7+ and Qe8+ do not
+ONE_MOVE = ("4R2k/8/5K2/8/8/8/8/8 b - - 0 1", "h8h7")  # in check, one square to go to
+
+
 @pytest.mark.parametrize("net_dir", SHIPPED, ids=lambda p: p.name)
 def test_a_shipped_network_loads_and_plays_legal_moves_through_uci(net_dir):
     network = checkpoint.load(net_dir)  # raises on a changed byte (sha256) or a config that does not fit
@@ -31,5 +37,13 @@ def test_a_shipped_network_loads_and_plays_legal_moves_through_uci(net_dir):
             move = engine.play(board, chess.engine.Limit(nodes=8)).move
             assert move in board.legal_moves
             board.push(move)
+        # its own search, as a GUI would run it on these positions: the mate found, a legal move
+        # beside a stalemate trap, the only move when there is one
+        fen, mate = MATE_IN_ONE
+        assert engine.play(chess.Board(fen), chess.engine.Limit(nodes=32)).move.uci() == mate
+        trap = chess.Board(STALEMATE_TRAP)
+        assert engine.play(trap, chess.engine.Limit(nodes=32)).move in trap.legal_moves
+        fen, only = ONE_MOVE
+        assert engine.play(chess.Board(fen), chess.engine.Limit(nodes=32)).move.uci() == only
     finally:
         engine.quit()
