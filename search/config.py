@@ -26,8 +26,10 @@ class SearchConfig:
     # unvisited -> 0), "min_max" (fixed bounds [-1, 1] -> [0, 1], unvisited -> 0 = a loss) or "fpu"
     # ([-1, 1] -> [0, 1] unnormalised, unvisited -> V(s) - fpu_reduction: lc0's first-play urgency).
     # Gumbel's completed Q: "parent_and_siblings" rescaled over the siblings, "min_max" on the fixed
-    # scale (a flat value's noise stays small beside the prior); "fpu" is PUCT's only.
-    q_transform: QTransform = "parent_and_siblings"
+    # scale (a flat value's noise stays small beside the prior); "fpu" is PUCT's only. min_max: the
+    # search agrees with Stockfish most often, and never less than its prior (docs/experiments/
+    # 2026-11-28-search-q-transforms-probe.md)
+    q_transform: QTransform = "min_max"
     fpu_reduction: float = 0.0  # "fpu": how much worse than its parent an untried move is assumed
     root_noise: bool = True  # mix Dirichlet noise into the root prior (self-play on, play off)
     dirichlet_alpha: Optional[float] = None  # None -> game.spec.dirichlet_alpha (chess 0.3)

@@ -2,6 +2,7 @@
 positions (python-chess cross-check), legal slots at every depth, noise on legal moves only, and
 terminal leaves (checkmate, stalemate) valued by the rules."""
 import csv
+import dataclasses
 import random
 
 import chess
@@ -218,3 +219,34 @@ def test_checkmate_and_stalemate_leaves_get_the_game_value():
             assert (np.asarray(child.slot_actions[k]) == slots.EMPTY).all()
             assert (np.asarray(out.prior_logits[k]) == slots.EMPTY_LOGIT).all()
     assert kinds.count("mate") == 10 and kinds.count("stalemate") == 4  # python-chess's count
+
+
+FREE_QUEEN = "rnb1kbnr/pppp1ppp/8/4p3/4P2q/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"  # Nxh4 wins the queen
+
+
+def _prior_takes_the_queen_value_flat():
+    """A network whose prior puts most of its mass on Nxh4 and whose value is flat: +-0.01, and a hair
+    wrong (a side without its queen reads 0.01 better), as an untrained or barely trained value head is."""
+    from games import chess_bridge
+    take = chess_bridge.uci_to_pgx_action("f3h4", True)
+
+    def evaluate(params, obs):
+        logits = jnp.zeros((obs.shape[0], CHESS.num_actions)).at[:, take].set(2.0)
+        queens = jnp.sum(obs[:, :, :, 4], axis=(1, 2))  # pgx plane 4: the side to move's queens
+        return logits, 0.01 * (1.0 - queens)
+    return evaluate
+
+
+@pytest.mark.parametrize("where", ["SearchConfig()", "configs/chess_cpu.yaml", "configs/chess_az.yaml"])
+def test_a_flat_value_does_not_talk_the_search_out_of_a_free_queen(where):
+    """The search plays what its prior knows while the value says nothing: min-max rescaling of Q over
+    the siblings (the former default) turns a 0.01 spread into a full-scale one and played a2a3 here."""
+    from configs.loader import load
+    from games import chess_bridge
+    from selfplay.config import SelfPlayConfig
+    cfg = SearchConfig() if where == "SearchConfig()" else load(SelfPlayConfig, where, []).search
+    cfg = dataclasses.replace(cfg.for_play(), num_simulations=64)
+    fn = search.make_search(CHESS, _prior_takes_the_queen_value_flat(), cfg)
+    state = jax.tree.map(lambda x: x[None], chess_bridge.fen_to_state(FREE_QUEEN))
+    action = int(fn(None, state, jax.random.PRNGKey(0)).action[0])
+    assert chess_bridge.pgx_action_to_uci(action, True) == "f3h4"
