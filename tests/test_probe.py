@@ -117,9 +117,10 @@ def test_the_evaluator_reports_probe_figures_for_chess(tmp_path):
     from selfplay.messages import EvalRequest
     from selfplay.progress import probe_text
     root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    # 4 openings x 2 colours = 8 games in flight and 8 probe positions: one search compile serves both
     cfg = load(SelfPlayConfig, root / "configs/chess_cpu.yaml", [
         "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
-        "search.num_simulations=4", "evaluation.openings=1", "evaluation.engines=[]", "evaluation.max_plies=8",
+        "search.num_simulations=4", "evaluation.openings=4", "evaluation.engines=[]", "evaluation.max_plies=8",
         "evaluation.previous_networks=0", "evaluation.mate_puzzles=0", "evaluation.probe=8"])
     evaluator = Evaluator(str(tmp_path), cfg)
     game = games.make("chess")
