@@ -289,7 +289,7 @@ def main(argv=None) -> int:
         "collapsed": fired is not None,
         "collapse_step": fired,
         "value_std_min_after_min_steps": min(after) if after else None,
-        # issue 55's goal: the spread above the untrained network's from step health_min_steps to the end
+        # the goal: the value's spread above the untrained network's from step health_min_steps to the end
         "value_std_stays_above_untrained": bool(untrained and after and min(after) > untrained["value_std"]),
         "seconds": {"pool": round(t_pool, 1), "prefill": round(t_fill, 1),
                     "train": round(time.perf_counter() - t0 - t_pool - t_fill, 1)},
