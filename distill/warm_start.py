@@ -163,9 +163,9 @@ def warm_start(cfg) -> dict:
     replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
     sample_obs = jnp.asarray(train.observation[:1], jnp.float32)
     with Checkpointer(out / "state", keep=2) as checkpoints:
-        state, plan = _start_or_resume(checkpoints, net, sp.learner, w, sample_obs)
+        state, spent = _start_or_resume(checkpoints, net, sp.learner, w, sample_obs)
         state = jax.device_put(state, replicated)
-        start_step, spent = int(state.step), plan.get("seconds", 0.0)
+        start_step = int(state.step)
         lr, step_fn = None, None
         rng = np.random.default_rng([w.seed, start_step])  # a resumed run draws fresh batches
         losses, start, step = [], time.time(), start_step
@@ -188,9 +188,9 @@ def warm_start(cfg) -> dict:
                     print(f"warm-start step {step}: " + " ".join(f"{k} {v:.3f}" for k, v in losses[-1].items())
                           + f" lr {float(metrics['learning_rate']):.4f}", flush=True)
             if w.checkpoint_minutes and time.time() - saved_at > 60 * w.checkpoint_minutes:
-                checkpoints.save(state, {**plan, "seconds": elapsed()})
+                checkpoints.save(state, {"seconds": elapsed()})
                 saved_at = time.time()
-        checkpoints.save(state, {**plan, "seconds": elapsed()})
+        checkpoints.save(state, {"seconds": elapsed()})
     jax.block_until_ready(state.params)
     rate = (step - compiled_step) / max(time.time() - compiled_at, 1e-9) if step > compiled_step else 0.0
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
@@ -228,16 +228,16 @@ def _learner(base, w, lr: float):
 
 
 def _start_or_resume(checkpoints, net, learner, w, sample_obs):
-    """(TrainState, plan): the newest checkpoint of out_dir/state and its plan ({"seconds": spent}),
-    or a fresh state from `seed` and an empty plan."""
+    """(TrainState, seconds spent): the newest checkpoint of out_dir/state and the training seconds
+    of the sittings before it, or a fresh state from `seed` and 0."""
     fresh = init_train_state(net, _learner(learner, w, w.learning_rate), sample_obs, jax.random.PRNGKey(w.seed))
     restored = checkpoints.restore_latest(fresh)
     if restored is None:
-        return fresh, {}
+        return fresh, 0.0
     state, meta = restored
-    print(f"warm-start: resumed at step {int(state.step)} ({meta.get('seconds', 0.0) / 60:.1f} minutes spent)",
-          flush=True)
-    return state, dict(meta)
+    spent = float(meta.get("seconds", 0.0))
+    print(f"warm-start: resumed at step {int(state.step)} ({spent / 60:.1f} minutes spent)", flush=True)
+    return state, spent
 
 
 def _count(params) -> int:
