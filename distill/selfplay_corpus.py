@@ -70,7 +70,7 @@ def network_teacher(net_dir: str | Path, batch: int = 64) -> Teacher:
     apply = jax.jit(lambda obs: evaluate(variables, obs).value)
 
     def values(boards: Sequence[chess.Board]) -> np.ndarray:
-        obs = np.stack([np.asarray(chess_bridge.fen_to_state(b.fen()).observation) for b in boards])
+        obs = np.asarray(chess_bridge.fens_to_states([b.fen() for b in boards]).observation)
         out = [np.asarray(apply(jnp.asarray(obs[i:i + batch]))) for i in range(0, len(obs), batch)]
         return (np.concatenate(out) + 1) / 2
 

@@ -38,7 +38,7 @@ import models
 from configs.loader import load, to_dict
 from distill.dataset import best_move
 from distill.records import RecordStore
-from games.chess_bridge import fen_to_state, uci_to_pgx_action
+from games.chess_bridge import FENS_CHUNK, fens_to_states, uci_to_pgx_action
 from learner.checkpoint import Checkpointer
 from learner.parallel import data_parallel
 from learner.train import init_train_state, legal_log_probs, make_train_step
@@ -66,6 +66,9 @@ class Boards:
                              jnp.asarray(self.z[rows]))
 
 
+_LOAD_CHUNK = 8 * FENS_CHUNK  # records read per batched conversion
+
+
 def policy_target(values: np.ndarray, best: int, temperature: float) -> np.ndarray:
     """[M] target over a record's moves: one-hot on `best` (temperature 0) or softmax(values / T)."""
     if temperature <= 0:
@@ -81,24 +84,25 @@ def load_boards(store: RecordStore, indices, width: int, temperature: float, sof
     is the record's `policy` (a self-play corpus: the search's target over `moves`); `value_from`:
     the value target is the record's `value` (oracle or root value) or its game `outcome`."""
     n = len(indices)
+    if not n:
+        raise ValueError(f"no records in {store.dir} for this split")
     obs, legal = None, np.full((n, width), -1, np.int32)
     policy, best, z = np.zeros((n, width), np.float32), np.zeros(n, np.int32), np.zeros(n, np.float32)
-    for row, i in enumerate(indices):
-        rec = store[int(i)]
-        state = fen_to_state(rec["fen"])
-        o = np.asarray(state.observation, np.float16)
+    for start in range(0, n, _LOAD_CHUNK):  # one batched device call per chunk of FENs
+        rows = range(start, min(start + _LOAD_CHUNK, n))
+        records = [store[int(indices[row])] for row in rows]
+        o = np.asarray(fens_to_states([rec["fen"] for rec in records]).observation, np.float16)
         if obs is None:
-            obs = np.zeros((n, *o.shape), np.float16)
-        obs[row] = o
-        white = " w " in rec["fen"]
-        actions = [uci_to_pgx_action(m, white) for m in rec["moves"]]
-        legal[row, :len(actions)] = actions
-        b = rec["moves"].index(best_move(rec))
-        policy[row, :len(actions)] = (_record_policy(rec) if soft else
-                                      policy_target(np.asarray(rec["values"], np.float32), b, temperature))
-        best[row], z[row] = b, 2.0 * float(_record_value(rec, value_from)) - 1.0
-    if obs is None:
-        raise ValueError(f"no records in {store.dir} for this split")
+            obs = np.zeros((n, *o.shape[1:]), np.float16)
+        obs[rows.start:rows.stop] = o
+        for row, rec in zip(rows, records):
+            white = " w " in rec["fen"]
+            actions = [uci_to_pgx_action(m, white) for m in rec["moves"]]
+            legal[row, :len(actions)] = actions
+            b = rec["moves"].index(best_move(rec))
+            policy[row, :len(actions)] = (_record_policy(rec) if soft else
+                                          policy_target(np.asarray(rec["values"], np.float32), b, temperature))
+            best[row], z[row] = b, 2.0 * float(_record_value(rec, value_from)) - 1.0
     return Boards(obs, legal, policy, best, z)
 
 

@@ -2,6 +2,7 @@
 import itertools
 
 import chess
+import jax
 import numpy as np
 import pytest
 
@@ -28,6 +29,22 @@ def test_fen_round_trip_and_legal_moves_on_opening_positions():
         assert cb.state_to_board(state) == board
         assert set(cb.legal_moves_of_mask(state.legal_action_mask, board)) == set(board.legal_moves), fen
         assert int(state.current_player) == (0 if board.turn == chess.WHITE else 1)
+
+
+def test_fens_to_states_equals_each_fen_to_state_across_chunks(monkeypatch):
+    monkeypatch.setattr(cb, "FENS_CHUNK", 7)  # 20 FENs: two full chunks and a padded one
+    fens = _epd_fens(17) + ["r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 0 1",
+                            "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
+                            "8/P7/8/8/8/8/6kp/K7 b - - 0 70"]
+    for white_player in (0, 1):
+        batched = cb.fens_to_states(fens, white_player)
+        for i, fen in enumerate(fens):
+            one, row = jax.tree.leaves(cb.fen_to_state(fen, white_player)), jax.tree.leaves(cb.state_at(batched, i))
+            assert len(one) == len(row)
+            for a, b in zip(one, row):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=fen)
+    with pytest.raises(ValueError, match="bad FEN 'xx'"):
+        cb.fens_to_states(fens[:3] + ["xx"])
 
 
 @pytest.mark.parametrize("fen, problem", [
