@@ -118,7 +118,7 @@ def _killing_move_values(monkeypatch, kill_on: dict[str, int]):
     def move_values(engine, board, *args):
         if kill_on.get(board.fen(), 0) > 0:
             kill_on[board.fen()] -= 1
-            os.kill(engine.protocol.transport.get_pid(), signal.SIGKILL)
+            os.kill(engine.pid, signal.SIGKILL)
             time.sleep(0.2)
         return real(engine, board, *args)
 
