@@ -88,9 +88,9 @@ class SelfPlayActor:
                                              return_tree=search_cfg.reuse_tree)
         self.replay = replay
         self.store = param_store
-        self.session = f"{time.time_ns() // 1_000_000:x}"  # distinguishes game ids across resumes and restarts
+        self.started = f"{time.time_ns() // 1_000_000:x}"  # start time (ms, hex): game ids stay unique across resumes and restarts
         # Ray restarts a dead actor with the same arguments: new seeds, or it would replay its first life's games
-        self.rng = np.random.default_rng([seed, actor_id] + ([int(self.session, 16)] if _restarted() else []))
+        self.rng = np.random.default_rng([seed, actor_id] + ([int(self.started, 16)] if _restarted() else []))
         self.key = jax.random.PRNGKey(int(self.rng.integers(2**31)))
         self.version, self.variables = ray.get(param_store.get_newer.remote(-1))  # blocks once, at start
         self._pull = None
@@ -268,7 +268,7 @@ class SelfPlayActor:
             termination = "cap" if capped else "rules"
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
         return GameRecord(
-            game=self.game.name, game_id=f"{self.session}-a{self.actor_id}-g{log.serial}",
+            game=self.game.name, game_id=f"{self.started}-a{self.actor_id}-g{log.serial}",
             init_key=log.init_key, actions=np.asarray(log.actions, np.int32), observations=log.obs,
             obs_shape=tuple(self.game.spec.observation_shape),
             obs_dtype=self.obs_dtype, obs_encoding="packed",

@@ -96,7 +96,7 @@ class TrainConfig:
     # distill.py CLI shows a CPU-only host as one device per core, so 0 splits it over the cores)
     devices: int = 0
     max_steps: int = 2000  # training steps
-    max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sittings (0: no limit)
+    max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sessions (0: no limit)
     grad_clip: float = 1.0  # global-norm gradient clipping
     ema_decay: float = 0.99  # Polyak averaging of parameters, used for evaluation
     checkpoint_every: int = 500  # steps between saves of the training state (resume continues from the last)
@@ -141,7 +141,7 @@ class WarmStartConfig:
     # (max_steps or max_seconds, whichever ends the run first)
     learning_rate: float = 0.02
     max_steps: int = 4000  # training steps
-    max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sittings (0: no limit)
+    max_seconds: float = 0.0  # stop after this wall time too, summed over resumed sessions (0: no limit)
     checkpoint_minutes: float = 5.0  # training state saved this often (and at the end); 0: at the end only
     policy_temperature: float = 0.0  # 0: one-hot on the best move; > 0: softmax(move win probs / T)
     max_boards: int = 0  # training boards read (0: all of the train split)

@@ -114,7 +114,7 @@ def train(cfg) -> dict:
     replicated, split = data_parallel(t.devices, t.batch_size)
     state = jax.device_put(state, replicated)
     start_step = int(state["step"])
-    spent = _clock(out, start_step)  # wall seconds of earlier sittings: max_seconds is the whole run's budget
+    spent = _clock(out, start_step)  # wall seconds of earlier sessions: max_seconds is the whole run's budget
     step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay, t.best_move_weight)
     eval_loss = make_eval_loss(module, net_cfg, d.target, t.loss, t.best_move_weight)
     rng = np.random.default_rng([t.seed, start_step])  # a resumed run draws fresh batches
@@ -187,7 +187,7 @@ def _move_values_per_second(target: str, ex, examples_per_second: float):
 
 
 def _clock(out: Path, step: int) -> float:
-    """Training seconds spent up to checkpoint `step` by earlier sittings (0 for a fresh run)."""
+    """Training seconds spent up to checkpoint `step` by earlier sessions (0 for a fresh run)."""
     path = out / "clock.json"
     if step == 0 or not path.exists():
         return 0.0

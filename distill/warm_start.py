@@ -18,7 +18,7 @@ training, and a run from it (`init.network`) sets `network.history=false` too.
 
 Writes into warm_start.out_dir:
     state/            the training state (learner/checkpoint.py), every checkpoint_minutes and at the
-                      end: a rerun of the same command resumes it (max_seconds spans every sitting)
+                      end: a rerun of the same command resumes it (max_seconds spans every session)
     network/          the network directory (models/checkpoint.py) that `init.network` reads
     warm_start.json   steps, examples/s, train loss, held-out move accuracy and value error
 """
@@ -174,7 +174,7 @@ def warm_start(cfg) -> dict:
         rng = np.random.default_rng([w.seed, start_step])  # a resumed run draws fresh batches
         losses, start, step = [], time.time(), start_step
         compiled_at, compiled_step, saved_at = start, start_step, start
-        elapsed = lambda: spent + time.time() - start  # noqa: E731  (the budget spans every sitting)
+        elapsed = lambda: spent + time.time() - start  # noqa: E731  (the budget spans every session)
         while step < w.max_steps and not (w.max_seconds and elapsed() > w.max_seconds):
             raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
             if phase_lr(w, step, elapsed()) != lr:  # a new phase: the step with its rate (one compile)
@@ -233,7 +233,7 @@ def _learner(base, w, lr: float):
 
 def _start_or_resume(checkpoints, net, learner, w, sample_obs):
     """(TrainState, seconds spent): the newest checkpoint of out_dir/state and the training seconds
-    of the sittings before it, or a fresh state from `seed` and 0."""
+    of the sessions before it, or a fresh state from `seed` and 0."""
     fresh = init_train_state(net, _learner(learner, w, w.learning_rate), sample_obs, jax.random.PRNGKey(w.seed))
     restored = checkpoints.restore_latest(fresh)
     if restored is None:

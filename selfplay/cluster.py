@@ -58,8 +58,8 @@ def quiet_loggers(levels: dict[str, int]):
 def actor_names(cfg: SelfPlayConfig) -> dict[str, str]:
     """Ray names of this session's parameter store and replay buffer: unique on a shared cluster
     (run name, driver pid, the time of the call) and looked up by the actors that use them."""
-    session = f"{cfg.name}-{os.getpid()}-{time.time_ns()}"
-    return {"store": f"zerochess-store-{session}", "replay": f"zerochess-replay-{session}"}
+    instance = f"{cfg.name}-{os.getpid()}-{time.time_ns()}"
+    return {"store": f"zerochess-store-{instance}", "replay": f"zerochess-replay-{instance}"}
 
 
 def on_this_node() -> dict:

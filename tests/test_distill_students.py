@@ -371,7 +371,7 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=12)))
     assert not signals._stop_requested
-    # max_seconds is the run's budget over all sittings: one already spent trains no further
+    # max_seconds is the run's budget over all sessions: one already spent trains no further
     spent = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=20,
                                                                max_seconds=first["seconds"] / 2))
     assert train.train(spent)["new_steps"] == 0
