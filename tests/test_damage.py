@@ -192,7 +192,7 @@ def _game_ids(run_dir: Path) -> list[str]:
 @pytest.mark.slow
 def test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted(tmp_path):
     """kill -9 of the self-play actor's worker mid-run: Ray restarts it, its games keep arriving (a new
-    session id in their game ids), no finished game is lost, and the summary counts 1 restart."""
+    start id in their game ids), no finished game is lost, and the summary counts 1 restart."""
     run_dir = tmp_path / "kill_actor"
     out_path, err_path = tmp_path / "stdout", tmp_path / "stderr"
     with open(out_path, "w") as out, open(err_path, "w") as err:  # files: a full pipe would block the run
@@ -210,7 +210,7 @@ def test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted(tmp_path):
         actor.kill()  # kill -9 of the actor's worker process
         actor.wait(10)
         sessions = {g.split("-a")[0] for g in before}
-        while True:  # games from the restarted actor (a new session id) arrive
+        while True:  # games from the restarted actor (a new start id) arrive
             after = _game_ids(run_dir)
             if any(g.split("-a")[0] not in sessions for g in after):
                 break
