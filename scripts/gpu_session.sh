@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The one-GPU measurements (docs/selfplay.md#one-gpu, docs/experiments/2026-11-27-one-gpu-h200.md) as one command on an offline GPU host, run
-# from the checkout with these beside it (ignored by git; see the shared tools' gpu_bundle.sh):
-#   .gpu_wheels/   the bundle (Ray, pgx, mctx, python-chess, tensorboardX, Stockfish)
+# from the checkout with these beside it (ignored by git; the first two made by scripts/gpu_bundle.sh):
+#   .gpu_wheels/   the bundle (Ray, pgx, mctx, python-chess, tensorboardX, Stockfish), installed on first use
 #   .gpu_data/     openings/8moves_v3.pgn.xz and puzzles/lichess_puzzles_themed.csv.xz (the evaluator's)
 #   .baseline/     the code before the change (git archive <commit>), for the same-call baseline
+# On the machine with network: bash scripts/gpu_bundle.sh   (prints the size; fails past the 64 MiB a call carries)
+# then carry the checkout with .gpu_wheels/ and .gpu_data/ (and .baseline/) to the host and run it there:
 # Usage: OUT=<dir> bash scripts/gpu_session.sh preset [MINUTES]   # baseline bench, then the preset's run
 #        OUT=<dir> bash scripts/gpu_session.sh compare             # chess_cpu's network in the real run, old and new
 #        OUT=<dir> bash scripts/gpu_session.sh sweep               # one actor's ply loop at several batch sizes (no Ray)
@@ -16,7 +18,8 @@ OUT=${OUT:?set OUT to the folder for the results}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 [ -d .gpu_wheels/site/ray ] || bash .gpu_wheels/install.sh || exit 1
-# the bundle unpacks Ray's wheel with python -m zipfile, which drops the executable bits of its servers
+# a bundle that unpacked Ray's wheel with python -m zipfile lost the executable bits of its servers
+# (scripts/gpu_bundle.sh keeps them; this costs nothing on its bundles)
 find .gpu_wheels/site/ray/core/src -type f ! -name "*.py" -exec chmod +x {} +
 for f in .gpu_data/*/*.xz; do [ -f "${f%.xz}" ] || xz -dk "$f"; done
 export PYTHONPATH=$here/.gpu_wheels/site STOCKFISH_BIN=$here/.gpu_wheels/site/bin/stockfish
