@@ -89,10 +89,10 @@ def step_gflop(cfg, target: str, compiled: bool = False) -> float:
     from distill import dataset, student
     from distill.records import RecordStore
     from distill.train import _jnp, initial_state, make_optimizer, make_step
-    from models.network import make_model
+    from models.network import make_student
 
     net_cfg = student.network_config(cfg.student, target)
-    module = make_model(net_cfg)
+    module = make_student(net_cfg)
     tx = make_optimizer(cfg.train)
     state = initial_state(module, net_cfg, target, tx, seed=0)
     store = RecordStore(cfg.data.records)

@@ -39,8 +39,8 @@ def module_and_input(name: str, batch: int):
         spec = games.make("chess").spec
         return models.make_network(cfg, spec), jax.ShapeDtypeStruct((batch, *spec.observation_shape), jnp.float32)
     if cfg.family == "searchless":
-        return models.make_model(cfg), jax.ShapeDtypeStruct((batch, cfg.searchless.input_length), jnp.int32)
-    return models.make_model(cfg), jax.ShapeDtypeStruct((batch, 64, cfg.chessformer.input_features), jnp.float32)
+        return models.make_student(cfg), jax.ShapeDtypeStruct((batch, cfg.searchless.input_length), jnp.int32)
+    return models.make_student(cfg), jax.ShapeDtypeStruct((batch, 64, cfg.chessformer.input_features), jnp.float32)
 
 
 def _flops(compiled_or_lowered) -> float:

@@ -1,7 +1,7 @@
 """Students: the models/ network a StudentConfig and target describe, and what it predicts.
 
     net_cfg = network_config(cfg.student, "av")           # models.NetworkConfig
-    module = models.network.make_model(net_cfg)
+    module = models.network.make_student(net_cfg)
     out = predict(module, net_cfg, variables, batch, "av")  # StudentOutput(logprobs [B, K | 1968] | value [B])
 
 Searchless transformer (family "searchless"): AV tokens [B, 78] -> K bins, SV tokens [B, 77] -> K

@@ -31,7 +31,7 @@ from distill.records import RecordStore
 from distill.student import STUDENT_DIR
 from learner.parallel import data_parallel
 from models import checkpoint as model_checkpoint
-from models.network import make_model
+from models.network import make_student
 from runtime.signals import raise_if_stop_requested
 
 
@@ -101,7 +101,7 @@ def train(cfg) -> dict:
     if len(train_ex) == 0:
         raise ValueError(f"no training records in {d.records} (test_fraction {d.test_fraction})")
     net_cfg = student.network_config(cfg.student, d.target)
-    module = make_model(net_cfg)
+    module = make_student(net_cfg)
     out = Path(t.out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))

@@ -2,10 +2,10 @@
 network as a search calls it (`evaluation_fn`, `load_evaluation`)."""
 from models.chessformer import ChessformerConfig
 from models.evaluation import Evaluation, evaluation_fn, load_evaluation
-from models.network import NetworkConfig, make_model, make_network
+from models.network import NetworkConfig, make_network, make_student
 from models.output import NetworkOutput, wdl_to_value
 from models.resnet import ResNetConfig
 from models.searchless import SearchlessConfig
 
 __all__ = ["ChessformerConfig", "Evaluation", "NetworkConfig", "NetworkOutput", "ResNetConfig", "SearchlessConfig",
-           "evaluation_fn", "load_evaluation", "make_model", "make_network", "wdl_to_value"]
+           "evaluation_fn", "load_evaluation", "make_student", "make_network", "wdl_to_value"]

@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 
 from configs.loader import ConfigError, from_dict, to_dict
-from models.network import NetworkConfig, make_model, make_network, upgrade_network_dict
+from models.network import NetworkConfig, make_network, make_student, upgrade_network_dict
 
 CONFIG_FILE = "network.yaml"
 PARAMS_FILE = "params.msgpack"
@@ -48,7 +48,7 @@ class Checkpoint(NamedTuple):
 
 def build_module(cfg: NetworkConfig, game: Optional[str]):
     if game is None:
-        return make_model(cfg)
+        return make_student(cfg)
     import games
     return make_network(cfg, games.make(game).spec)
 

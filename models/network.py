@@ -8,8 +8,9 @@
 `out.policy_logits` is [B, game_spec.num_actions] in pgx's action order; `out.value` [B] in [-1, 1]
 from the side to move; `out.wdl_logits` [B, 3] or None. A self-play config switches family with
 one key (`network.family=chessformer`); a Chessformer config made for students (112 square
-features, compact/vocabulary policy) is adapted to pgx's 119 planes and 4672 actions. Students read other inputs: `make_model(cfg)` builds any
-family for its native input (searchless: FEN tokens; Chessformer: square features).
+features, compact/vocabulary policy) is adapted to pgx's 119 planes and 4672 actions. Students read
+other inputs: `make_student(cfg)` builds one on its native input (searchless: FEN tokens;
+Chessformer: square features).
 `network.input_features` names planes the game defines (games/features.py, e.g. connect four's
 `[parity, threats]`): `make_network` appends them to the observation for any self-play family, and
 the parameters keep the names they have without them.
@@ -127,21 +128,20 @@ def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
 def _refuse_family(family: str) -> None:
     if family == "searchless":
         raise ValueError("the searchless transformer reads FEN tokens, not pgx observations: it cannot be a "
-                         "self-play network (use models.make_model for students)")
+                         "self-play network (use models.make_student for students)")
     raise ValueError(f"unknown network family '{family}' (known: resnet, chessformer, searchless)")
 
 
-def make_model(cfg: NetworkConfig, game_spec=None) -> nn.Module:
-    """Any family on its native input: searchless -> SearchlessTransformer (tokens -> log-probs);
-    chessformer -> Chessformer (squares [B, 64, F] -> NetworkOutput over cfg.chessformer.policy_space);
-    resnet -> as `make_network` (needs game_spec)."""
-    if cfg.family != "resnet" and (cfg.input_features or not cfg.history):
+def make_student(cfg: NetworkConfig) -> nn.Module:
+    """A distillation student on its native input: searchless -> SearchlessTransformer (FEN tokens
+    -> log-probs); chessformer -> Chessformer (squares [B, 64, F] -> NetworkOutput over
+    cfg.chessformer.policy_space). A network that reads pgx observations is `make_network`'s."""
+    if cfg.family not in ("searchless", "chessformer"):
+        raise ValueError(f"a student is a searchless or chessformer network, not '{cfg.family}' "
+                         "(a self-play network on pgx observations: models.make_network)")
+    if cfg.input_features or not cfg.history:
         raise ValueError("network.input_features are planes appended to a pgx observation; a student on its "
                          "native input (FEN tokens, square features) reads none: set it to [] (and network.history to true)")
     if cfg.family == "searchless":
         return SearchlessTransformer(cfg.searchless)
-    if cfg.family == "chessformer":
-        return Chessformer(cfg.chessformer)
-    if game_spec is None:
-        raise ValueError("a resnet needs the game_spec of the game it plays")
-    return make_network(cfg, game_spec)
+    return Chessformer(cfg.chessformer)

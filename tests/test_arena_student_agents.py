@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from arena import make_agent
-from models import NetworkConfig, SearchlessConfig, checkpoint, make_model
+from models import NetworkConfig, SearchlessConfig, checkpoint, make_student
 
 pytestmark = pytest.mark.slow
 
@@ -16,7 +16,7 @@ def _student(tmp_path, target):
     cfg = NetworkConfig(family="searchless", searchless=SearchlessConfig(
         predictor=_PREDICTORS[target], num_layers=1, num_heads=2, embedding_dim=16,
         num_return_buckets=8))
-    model = make_model(cfg)
+    model = make_student(cfg)
     tokens = np.zeros((1, cfg.searchless.input_length), np.int32)
     variables = model.init(jax.random.PRNGKey(1), tokens)
     return checkpoint.save(tmp_path / target, cfg, variables, metadata={"target": target})

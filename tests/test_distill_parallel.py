@@ -18,7 +18,7 @@ CHECK = textwrap.dedent("""
     from distill import dataset, records, student, train
     from distill.config import DistillConfig
     from learner.parallel import data_parallel
-    from models.network import make_model
+    from models.network import make_student
 
     assert len(jax.devices()) == 2, jax.devices()
     out = sys.argv[1]
@@ -42,7 +42,7 @@ CHECK = textwrap.dedent("""
     store = records.RecordStore(cfg.data.records)
     ex = dataset.load_examples(store, range(len(store)))
     net_cfg = student.network_config(cfg.student, "av_all")
-    module = make_model(net_cfg)
+    module = make_student(net_cfg)
     tx = optax.sgd(0.1)  # an update linear in the gradient (Adam's first step is ~sign(g): near-zero
     state = train.initial_state(module, net_cfg, "av_all", tx, 0)  # gradients would flip on rounding)
     batch = dataset.sample_batch(ex, "av_all", rng, 8, "chessformer")

@@ -18,7 +18,7 @@ from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
 from distill.evaluate import action_metrics, evaluate, puzzle_metrics
 from models import checkpoint as model_checkpoint
-from models.network import make_model
+from models.network import make_student
 from runtime import signals
 
 TINY = StudentConfig(num_bins=16, embedding_dim=16, num_layers=1, num_heads=2, widening_factor=2)
@@ -32,7 +32,7 @@ BOARDS = [
 
 def _save_student(path, target, family="searchless"):
     cfg = student.network_config(dataclasses.replace(TINY, family=family), target)
-    module = make_model(cfg)
+    module = make_student(cfg)
     init = student.example_batch(cfg, target)
     kwargs = {"is_black": init["is_black"]} if family == "chessformer" else {}
     variables = module.init(jax.random.PRNGKey(0), init["inputs"], **kwargs)
@@ -150,7 +150,7 @@ def test_av_all_student_learns_every_moves_value(family):
     recs = _records(BOARDS)
     ex = dataset.load_examples(recs, range(len(recs)))
     net_cfg = student.network_config(dataclasses.replace(TINY, family=family), "av_all")
-    module = make_model(net_cfg)
+    module = make_student(net_cfg)
     batch = dataset.sample_batch(ex, "av_all", np.random.default_rng(0), 4, family)
     tx = train.make_optimizer(dataclasses.replace(DistillConfig().train, learning_rate=3e-3))
     state = train.initial_state(module, net_cfg, "av_all", tx, 0)
@@ -178,7 +178,7 @@ def _tiny_av_batch() -> dict:
 def test_tiny_student_overfits_a_small_batch():
     target = "av"
     net_cfg = student.network_config(TINY, target)
-    module = make_model(net_cfg)
+    module = make_student(net_cfg)
     batch = _tiny_av_batch()  # four values in four different bins of 16
     tcfg = dataclasses.replace(DistillConfig().train, learning_rate=3e-3, grad_clip=1.0)
     tx = train.make_optimizer(tcfg)
@@ -410,7 +410,7 @@ def test_lr_scale_scales_the_update_as_the_learning_rate_does():
     """A step at scale s moves the parameters exactly as a step of an optimizer with s x the rate."""
     target = "av"
     net_cfg = student.network_config(TINY, target)
-    module = make_model(net_cfg)
+    module = make_student(net_cfg)
     batch = _tiny_av_batch()
     params = module.init(jax.random.PRNGKey(1), batch["inputs"])["params"]
 

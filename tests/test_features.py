@@ -176,7 +176,7 @@ def test_a_feature_the_game_does_not_define_is_one_config_line():
     with pytest.raises(ValueError, match="not chess"):  # a library caller hears it too
         models.make_network(NetworkConfig(resnet=TINY, input_features=("threats",)), games.make("chess").spec)
     with pytest.raises(ValueError, match="student on its native input"):
-        models.make_model(NetworkConfig(family="searchless", input_features=("parity",)))
+        models.make_student(NetworkConfig(family="searchless", input_features=("parity",)))
 
 
 def test_a_chessformer_reads_a_games_features_as_more_square_features(monkeypatch):

@@ -51,7 +51,7 @@ def test_resnet_round_trip_is_bit_exact(resnet_checkpoint):
         policy_space="compact")), jnp.zeros((1, 64, 112))),
 ])
 def test_student_round_trip_is_bit_exact(tmp_path, cfg, example):
-    net = models.make_model(cfg)
+    net = models.make_student(cfg)
     variables = net.init(jax.random.PRNGKey(3), example)
     ckpt = checkpoint.load(checkpoint.save(tmp_path / "s", cfg, variables))
     assert ckpt.game is None and ckpt.config == cfg

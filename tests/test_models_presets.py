@@ -19,10 +19,10 @@ def count_params(name: str) -> int:
         net, x = models.make_network(cfg, spec), jax.ShapeDtypeStruct((1, *spec.observation_shape), jnp.float32)
         kwargs = {}
     elif cfg.family == "searchless":
-        net, x = models.make_model(cfg), jax.ShapeDtypeStruct((1, cfg.searchless.input_length), jnp.int32)
+        net, x = models.make_student(cfg), jax.ShapeDtypeStruct((1, cfg.searchless.input_length), jnp.int32)
         kwargs = {}
     else:
-        net = models.make_model(cfg)
+        net = models.make_student(cfg)
         x = jax.ShapeDtypeStruct((1, 64, cfg.chessformer.input_features), jnp.float32)
         kwargs = {"return_pairs": True}
     shapes = jax.eval_shape(lambda x: net.init(jax.random.PRNGKey(0), x, **kwargs), x)
