@@ -34,7 +34,7 @@ class EvaluationConfig:
     max_plies: int = 400  # a longer gauntlet game is scored a draw
     previous_networks: int = 2  # earlier evaluated networks of the run each new one plays
     # the fixed ladder: chess arena agent specs (stockfish:..., uci:...), tic_tac_toe "minimax",
-    # connect_four "alphabeta:depth=N"; None: the game's default (games/evaluation.py)
+    # connect_four "alphabeta:depth=N"; None: the game's default (games/ladders.py)
     engines: Optional[tuple[str, ...]] = None
     mate_puzzles: int = 25  # chess: mateIn1 and mateIn2 puzzles solved by the search and by the raw policy
     # chess: positions of the probe set (arena/probe.py; at most 500) on which the raw policy and the search

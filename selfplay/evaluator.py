@@ -8,7 +8,7 @@ the newest published network, played with the run's own search as every player p
 (`SearchConfig.for_play`: no noise, greedy, forced results checked at every node). The evaluator
   - plays a gauntlet (arena/gauntlet.py: batched games, every start position with both colours)
     against a random mover, the previous `previous_networks` evaluated networks of the run and the
-    game's engine ladder (`engines`, else the game's: games/evaluation.py; chess: arena agent specs,
+    game's engine ladder (`engines`, else the game's: games/ladders.py; chess: arena agent specs,
     from the opening book);
   - plays the same network's raw policy (greedy, no search: player policy-step-N) against the same
     fixed anchors (random and the ladder), so a run shows what the network learned apart from what
@@ -45,7 +45,7 @@ from arena import gauntlet
 from arena.play import append_pgn
 from arena.ratings import GameResult, fit_ratings
 from configs.loader import to_dict
-from games import evaluation as game_evaluation
+from games import ladders
 from models import checkpoint as network_checkpoint
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
@@ -68,10 +68,10 @@ from selfplay.messages import EvalReport, EvalRequest
 def ladder(game: str, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
     """The fixed opponents besides random and earlier networks (`engines`, else the game's ladder);
     ValueError names a bad spec."""
-    defaults = game_evaluation.defaults(game)
-    specs = defaults.ladder if engines is None else engines
+    game_ladder = ladders.ladder(game)
+    specs = game_ladder.opponents if engines is None else engines
     for spec in specs:
-        if defaults.fen_uci:
+        if game_ladder.fen_uci:
             from arena.spec import parse_spec
             parse_spec(spec)
         else:
@@ -103,7 +103,7 @@ class Evaluator:
         self.dir = Path(run_dir) / "eval"
         (self.dir / "networks").mkdir(parents=True, exist_ok=True)
         self.game = games.make(cfg.game)
-        self.defaults = game_evaluation.defaults(cfg.game)  # FEN and UCI: books, engines, PGN, mate puzzles
+        self.ladder = ladders.ladder(cfg.game)  # FEN and UCI: books, engines, PGN, mate puzzles
         self.net = models.make_network(cfg.network, self.game.spec)
         self.apply = models.evaluation_fn(self.net)
         self.search_cfg = cfg.search.for_play()  # what `mcts:net=eval/networks/step-N` plays too
@@ -175,7 +175,7 @@ class Evaluator:
     def _start_states(self):
         if self._starts is None:
             count = self.ecfg.openings
-            if self.defaults.fen_uci:
+            if self.ladder.fen_uci:
                 from arena.openings import Book, book_path, pick
                 boards = [o.board() for o in pick(Book(book_path(self.ecfg.book)), count, "random", self.cfg.seed)]
                 self._start_fens = [b.fen() for b in boards for _ in (0, 1)]
@@ -193,7 +193,7 @@ class Evaluator:
             opponents.append((network_name(step), gauntlet.search_mover(self.search, variables)))
         self._start_states()
         for spec in ladder(self.cfg.game, self.ecfg.engines):
-            if not self.defaults.fen_uci:
+            if not self.ladder.fen_uci:
                 from arena.board_players import board_mover
                 opponents.append((spec, board_mover(self.cfg.game, spec, self.cfg.seed + len(self.reports))))
                 continue
@@ -229,7 +229,7 @@ class Evaluator:
                 white, black = (name, opponent) if g.network_first else (opponent, name)
                 result = GameResult(white, black, g.score if g.network_first else 1 - g.score)
                 played.append((result, g))
-                if self.defaults.fen_uci:
+                if self.ladder.fen_uci:
                     self._write_pgn(result, g)
         return played
 
@@ -244,7 +244,7 @@ class Evaluator:
 
     # -- puzzles ---------------------------------------------------------------------------------
     def _mates(self, variables) -> tuple[Optional[float], Optional[float]]:
-        if not self.defaults.fen_uci or not self.ecfg.mate_puzzles:
+        if not self.ladder.fen_uci or not self.ecfg.mate_puzzles:
             return None, None
         from arena import mate_puzzles as mp
         rates = []
@@ -260,7 +260,7 @@ class Evaluator:
     # -- the probe set ---------------------------------------------------------------------------
     def _probe_figures(self, variables) -> dict[str, float]:
         """EvalReport's probe_* fields (empty when the game is not chess or evaluation.probe is 0)."""
-        if not self.defaults.fen_uci or not self.ecfg.probe:
+        if not self.ladder.fen_uci or not self.ecfg.probe:
             return {}
         from arena import probe as probe_lib
         if self._probe is None:

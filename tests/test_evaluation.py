@@ -47,13 +47,13 @@ def test_minimax_player_matches_the_reference():
 
 
 def test_the_ladder_is_the_games_own_unless_engines_name_one():
-    """Each game's default opponents come from the game (games/evaluation.py), checked as that game's
+    """Each game's default opponents come from the game (games/ladders.py), checked as that game's
     kind of spec (chess: arena agents; the stone games: board players)."""
-    from games.evaluation import defaults
+    from games import ladders
     from selfplay.evaluator import ladder
     assert ladder("connect_four", None) == ("alphabeta:depth=2", "alphabeta:depth=4")
     assert ladder("tic_tac_toe", None) == ("minimax",) and ladder("go_9x9", None) == ()
-    assert ladder("chess", None) == ("stockfish:skill=0,depth=1",) and defaults("chess").fen_uci
+    assert ladder("chess", None) == ("stockfish:skill=0,depth=1",) and ladders.ladder("chess").fen_uci
     assert ladder("connect_four", ("alphabeta:depth=6",)) == ("alphabeta:depth=6",)
     with pytest.raises(ValueError, match="known: alphabeta:depth=N"):
         ladder("connect_four", ("minimax",))
