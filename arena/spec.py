@@ -8,7 +8,7 @@
     policy:net=runs/x/network           network prior only (argmax), no search
     av:net=DIR / sv:net=DIR / bc:net=DIR        searchless students (distill/)
 
-`net=` is a network directory (models/checkpoint.py; `ckpt=` is an old alias). For `mcts`, the
+`net=` is a network directory (models/network_dir.py; `ckpt=` is an old alias). For `mcts`, the
 search starts from the SearchConfig the network directory records (self-play writes it), played
 greedily without root noise; spec keys override any field (`sims` is `num_simulations`).
 Values may be double-quoted to hold commas or '='. Every agent takes `name=` (the player's

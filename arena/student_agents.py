@@ -4,7 +4,7 @@
     move, info = agent.select(board)          # info["scores"]: {uci: score} the move was chosen from
     moves, scores = agent.move_scores(board)  # the network's score of every legal move
 
-`net=` is a student's network directory (models/checkpoint.py; `distill.py train` writes one into
+`net=` is a student's network directory (models/network_dir.py; `distill.py train` writes one into
 `<train.out_dir>/student/`), whose metadata names its target; the spec kind must match it.
 
 AV  argmax over legal moves of the expected bin value of (board, move); an AV-all student (target
@@ -66,7 +66,7 @@ class StudentAgent(Agent):
     def __init__(self, network, target: str, name: str = "", temperature: float = 0.0,
                  temperature_plies: Optional[int] = None, repetition_draw: bool = True,
                  seed: int = 0, repetition_count: int = 3, rules: bool = True):
-        """network: a models.checkpoint.Checkpoint of a searchless or Chessformer student;
+        """network: a models.network_dir.NetworkDir of a searchless or Chessformer student;
         target: "av", "av_all", "sv" or "bc" (what it was trained to predict)."""
         import jax
         import jax.numpy as jnp
@@ -179,10 +179,10 @@ class StudentAgent(Agent):
 
 
 def load_student(path: str, kind: str | None = None):
-    """The student network directory at `path` (models.checkpoint.Checkpoint) and its target;
+    """The student network directory at `path` (models.network_dir.NetworkDir) and its target;
     `kind` (av/sv/bc), if given, must be that target's spec kind (av for av_all)."""
-    from models import checkpoint
-    network = checkpoint.load(path)
+    from models import network_dir
+    network = network_dir.load(path)
     target = network.metadata.get("target")
     if network.game is not None or target not in TARGETS:
         raise ValueError(f"{path}: not a student network directory (its metadata names no "

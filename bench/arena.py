@@ -26,11 +26,11 @@ def _tiny_checkpoint(directory: str) -> str:
     import jax.numpy as jnp
 
     import games
-    from models import checkpoint, make_network, presets
+    from models import make_network, network_dir, presets
     cfg = presets.get("resnet_2x32")
     net = make_network(cfg, games.make("chess").spec)
     variables = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 8, 8, 119)), train=False)
-    return str(checkpoint.save(os.path.join(directory, "net"), cfg, variables, game="chess"))
+    return str(network_dir.save(os.path.join(directory, "net"), cfg, variables, game="chess"))
 
 
 def _seconds_per_move(agent, moves: int) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from arena.suites import actions as arena_actions
 from arena.suites.puzzles import BAND_WIDTH, Puzzle, rating_band, read_puzzles, solve_puzzle
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
-from models.checkpoint import CONFIG_FILE
+from models.network_dir import CONFIG_FILE
 
 
 def action_metrics(player, records: list[dict], show_progress: bool = False) -> dict:

@@ -54,7 +54,7 @@ def complete_action_values(corpus_dir: str | Path, out_dir: str | Path, teacher:
 
 
 def network_teacher(net_dir: str | Path, batch: int = 64) -> Teacher:
-    """A teacher from a self-play network directory (models/checkpoint.py, game "chess", e.g.
+    """A teacher from a self-play network directory (models/network_dir.py, game "chess", e.g.
     runs/<name>/network): the value head on the pgx observation of each board (rebuilt from its
     FEN: no history planes)."""
     import jax

@@ -3,7 +3,7 @@ evaluation, the training state saved with resume, TensorBoard scalars, a progres
 
 Writes into train.out_dir:
     state/            the training state {params, ema, opt_state, step} (orbax; resume from the latest)
-    student/          the EMA parameters as a network directory (models/checkpoint.py; what the
+    student/          the EMA parameters as a network directory (models/network_dir.py; what the
                       av:/sv:/bc: agents of arena/ load), its metadata naming the target
     tb/               TensorBoard: train/loss, train/learning_rate, train/steps_per_second, test/loss
     config.yaml       the DistillConfig of the run;  train.json  the summary (steps, steps/s, losses)
@@ -30,7 +30,7 @@ from distill.losses import loss_fn
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
 from learner.parallel import data_parallel
-from models import checkpoint as model_checkpoint
+from models import network_dir
 from models.network import make_student
 from runtime.signals import raise_if_stop_requested
 
@@ -164,7 +164,7 @@ def train(cfg) -> dict:
     writer.close()
     metadata = {"target": d.target, "loss": t.loss, "num_bins": cfg.student.num_bins,
                 "steps": step, "records": str(d.records)}
-    model_checkpoint.save(out / STUDENT_DIR, net_cfg, {"params": state["ema"]}, metadata=metadata)
+    network_dir.save(out / STUDENT_DIR, net_cfg, {"params": state["ema"]}, metadata=metadata)
     summary = {"target": d.target, "family": net_cfg.family, "steps": step,
                "new_steps": step - start_step, "seconds": seconds, "total_seconds": spent + seconds,
                "steps_per_second": steps_per_second, "examples_per_second": steps_per_second * t.batch_size,

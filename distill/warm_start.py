@@ -19,7 +19,7 @@ training, and a run from it (`init.network`) sets `network.history=false` too.
 Writes into warm_start.out_dir:
     state/            the training state (learner/checkpoint.py), every checkpoint_minutes and at the
                       end: a rerun of the same command resumes it (max_seconds spans every session)
-    network/          the network directory (models/checkpoint.py) that `init.network` reads
+    network/          the network directory (models/network_dir.py) that `init.network` reads
     warm_start.json   steps, examples/s, train loss, held-out move accuracy and value error
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ from games.chess_bridge import FENS_CHUNK, fens_to_states, uci_to_pgx_action
 from learner.checkpoint import Checkpointer
 from learner.parallel import data_parallel
 from learner.train import init_train_state, legal_log_probs, make_train_step
-from models import checkpoint as network_checkpoint
+from models import network_dir
 from replay.messages import TrainingBatch
 from runtime.signals import raise_if_stop_requested
 
@@ -202,7 +202,7 @@ def warm_start(cfg) -> dict:
                                "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
                                "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
                 "search": to_dict(sp.search)}  # mcts:net= plays the preset's search, as a run's network
-    network_checkpoint.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
+    network_dir.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
     summary = {"network": str(out / "network"), "selfplay": w.selfplay, "selfplay_set": list(w.selfplay_set),
                "family": sp.network.family, "parameters": _count(variables["params"]), "steps": step,
                "new_steps": step - start_step, "final_learning_rate": lr,

@@ -92,7 +92,7 @@ class Learner:
         self._store.publish.remote(self._step, self.variables())
 
     def variables(self) -> dict:
-        """{"params", "batch_stats"} as host arrays (what actors and models/checkpoint.py take)."""
+        """{"params", "batch_stats"} as host arrays (what actors and models/network_dir.py take)."""
         return jax.device_get({"params": self._state.params, "batch_stats": self._state.batch_stats})
 
     def train_state(self) -> TrainState:

@@ -21,7 +21,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from models import checkpoint
+from models import network_dir
 from models.network import NetworkConfig, make_network
 from models.output import NetworkOutput
 
@@ -48,7 +48,7 @@ def evaluation_fn(module: nn.Module) -> Evaluate:
 
 def load_evaluation(source: str | os.PathLike | NetworkConfig, game_spec=None, seed: int = 0) -> Evaluation:
     """The evaluation of a network directory (`source` a path: its module and variables as jax arrays,
-    errors as models/checkpoint.py's `load`), or of `source` a NetworkConfig's untrained network for
+    errors as models/network_dir.py's `load`), or of `source` a NetworkConfig's untrained network for
     `game_spec` (its variables initialised with PRNGKey(seed); they do not depend on the example
     observation's values or batch size, so they are a game's `net.init(PRNGKey(seed), obs)`)."""
     if isinstance(source, NetworkConfig):
@@ -58,7 +58,7 @@ def load_evaluation(source: str | os.PathLike | NetworkConfig, game_spec=None, s
         example = jnp.zeros((1, *game_spec.observation_shape), jnp.float32)
         variables = module.init(jax.random.PRNGKey(seed), example, train=False)
         return Evaluation(evaluation_fn(module), variables, module, source, game_spec.name, {})
-    network = checkpoint.load(source)
+    network = network_dir.load(source)
     module = network.module()
     variables = jax.tree.map(jnp.asarray, network.variables)
     return Evaluation(evaluation_fn(module), variables, module, network.config, network.game, network.metadata)

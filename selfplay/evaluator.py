@@ -46,7 +46,7 @@ from arena.play import append_pgn
 from arena.ratings import GameResult, fit_ratings
 from configs.loader import to_dict
 from games import ladders
-from models import checkpoint as network_checkpoint
+from models import network_dir
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.eval_plot import plot_progress
@@ -130,7 +130,7 @@ class Evaluator:
         step, variables = self._network(request)
         if step in self.evaluated_steps():
             return None
-        network_checkpoint.save(self.dir / "networks" / network_name(step), self.cfg.network, variables,
+        network_dir.save(self.dir / "networks" / network_name(step), self.cfg.network, variables,
                                 game=self.cfg.game, metadata={"step": step, "run": self.cfg.name,
                                                               "search": to_dict(self.cfg.search)})
         name = network_name(step)
@@ -189,7 +189,7 @@ class Evaluator:
         opponents: list[tuple[str, gauntlet.Mover]] = [(RANDOM, gauntlet.random_mover)]
         earlier = [s for s in self.evaluated_steps()][-self.ecfg.previous_networks:] if self.ecfg.previous_networks else []
         for step in earlier:
-            variables = network_checkpoint.load(self.dir / "networks" / network_name(step)).variables
+            variables = network_dir.load(self.dir / "networks" / network_name(step)).variables
             opponents.append((network_name(step), gauntlet.search_mover(self.search, variables)))
         self._start_states()
         for spec in ladder(self.cfg.game, self.ecfg.engines):

@@ -21,7 +21,7 @@ import yaml
 import models
 from configs.loader import ConfigError, to_dict, upgrade
 from learner.train import TrainState, init_train_state
-from models import checkpoint as network_checkpoint
+from models import network_dir
 from replay.record import RecordError, SchemaError
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
@@ -137,7 +137,7 @@ def _init_variables(cfg: SelfPlayConfig) -> dict:
     """init.network's variables, refused in one line unless it plays this game with this network's shape."""
     where = f"init.network {cfg.init.network}"
     try:
-        ckpt = network_checkpoint.load(cfg.init.network)
+        ckpt = network_dir.load(cfg.init.network)
     except (FileNotFoundError, ValueError) as e:
         raise RunError(f"{where}: {e}") from None
     if ckpt.game != cfg.game:

@@ -8,7 +8,7 @@ puts both behind one interface. It trains only while
     samples trained <= learner.train_ratio * positions generated
 so it neither overfits a small buffer nor starves, publishes variables every `publish_every` steps.
 This process checkpoints every `checkpoint_every` steps and on exit (Ctrl-C included) to
-checkpoints/ (orbax: the full TrainState) and network/ (models/checkpoint.py: what arena/ loads, with
+checkpoints/ (orbax: the full TrainState) and network/ (models/network_dir.py: what arena/ loads, with
 the search config it was trained with in its metadata), and writes TensorBoard scalars. The replay
 buffer and parameter store run on this process's node, so every file of the run is written here. A
 resumed run restores the learner checkpoint (params, optimizer, step, RNG, counters) and the replay
@@ -44,7 +44,7 @@ from configs.loader import to_dict
 from learner.checkpoint import Checkpointer
 from learner.health import ValueHealthMonitor
 from learner.train import TrainState
-from models import checkpoint as network_checkpoint
+from models import network_dir
 from replay.buffer import ReplayBuffer
 from runtime.signals import raise_if_stop_requested
 from selfplay import cluster, prepare
@@ -355,7 +355,7 @@ class _Session:
                                             "positions_total": s.positions_total,
                                             "seconds_total": s.hours() * 3600, **self.value_health.meta()})
         variables = _variables(host_state)
-        network_checkpoint.save(self.run_dir / "network", cfg.network, variables, game=cfg.game,
+        network_dir.save(self.run_dir / "network", cfg.network, variables, game=cfg.game,
                                 metadata={"step": s.step, "run": cfg.name, "search": to_dict(cfg.search)})
         return variables
 

@@ -10,7 +10,7 @@ from arena import SpecError, make_agent
 from arena.openings import Book
 from arena.uci_engine import UciEngine
 from games import chess_bridge
-from models import NetworkConfig, ResNetConfig, checkpoint, make_network
+from models import NetworkConfig, ResNetConfig, make_network, network_dir
 from runtime.data import data_file
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ def _save_network(directory, metadata=None):
     cfg = NetworkConfig(family="resnet", resnet=ResNetConfig(num_blocks=1, filters=8, value_hidden=8))
     module = make_network(cfg, games.make("chess").spec)
     variables = module.init(jax.random.PRNGKey(0), jnp.zeros((1, 8, 8, 119)), train=False)
-    return str(checkpoint.save(directory, cfg, variables, game="chess", metadata=metadata))
+    return str(network_dir.save(directory, cfg, variables, game="chess", metadata=metadata))
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def net(tmp_path_factory):
 
 def _reference_policy_move(net_dir, board):
     """Argmax of the legal network logits, computed directly from the bridge and the module."""
-    ck = checkpoint.load(net_dir)
+    ck = network_dir.load(net_dir)
     state = chess_bridge.board_to_state(board)
     out = ck.module().apply(ck.variables, state.observation[None], train=False)
     logits = np.where(np.asarray(state.legal_action_mask), np.asarray(out.policy_logits[0]), -np.inf)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from arena import make_agent
-from models import NetworkConfig, SearchlessConfig, checkpoint, make_student
+from models import NetworkConfig, SearchlessConfig, make_student, network_dir
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ def _student(tmp_path, target):
     model = make_student(cfg)
     tokens = np.zeros((1, cfg.searchless.input_length), np.int32)
     variables = model.init(jax.random.PRNGKey(1), tokens)
-    return checkpoint.save(tmp_path / target, cfg, variables, metadata={"target": target})
+    return network_dir.save(tmp_path / target, cfg, variables, metadata={"target": target})
 
 
 @pytest.mark.parametrize("target", ["sv", "bc"])

@@ -243,14 +243,14 @@ def test_damaged_network_directory_is_one_line_for_match_and_uci(tmp_path):
 
     import games
     import models
-    from models import checkpoint as network_checkpoint
+    from models import network_dir
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml")
     game = games.make("chess")
     net = models.make_network(cfg.network, game.spec)
     obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 1)))
-    directory = network_checkpoint.save(tmp_path / "net", cfg.network, net.init(jax.random.PRNGKey(0), obs, train=False),
+    directory = network_dir.save(tmp_path / "net", cfg.network, net.init(jax.random.PRNGKey(0), obs, train=False),
                                         game="chess")
-    params = directory / network_checkpoint.PARAMS_FILE
+    params = directory / network_dir.PARAMS_FILE
     data = bytearray(params.read_bytes())
     for i in range(len(data) // 2, len(data) // 2 + 16):
         data[i] ^= 0xFF

@@ -17,7 +17,7 @@ from arena.suites.puzzles import Puzzle, solve_puzzle
 from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
 from distill.evaluate import action_metrics, evaluate, puzzle_metrics
-from models import checkpoint as model_checkpoint
+from models import network_dir
 from models.network import make_student
 from runtime import signals
 
@@ -36,7 +36,7 @@ def _save_student(path, target, family="searchless"):
     init = student.example_batch(cfg, target)
     kwargs = {"is_black": init["is_black"]} if family == "chessformer" else {}
     variables = module.init(jax.random.PRNGKey(0), init["inputs"], **kwargs)
-    model_checkpoint.save(path, cfg, {"params": variables["params"]}, metadata={"target": target})
+    network_dir.save(path, cfg, {"params": variables["params"]}, metadata={"target": target})
     return path
 
 

@@ -234,7 +234,7 @@ def test_the_evaluator_searches_a_network_as_the_arena_plays_it(tmp_path):
     reuse, root-only forced results)."""
     from arena.network_agents import search_config
     from configs.loader import load
-    from models import checkpoint
+    from models import network_dir
     from selfplay.config import SelfPlayConfig
     from selfplay.evaluator import Evaluator
     from selfplay.messages import EvalRequest
@@ -248,7 +248,7 @@ def test_the_evaluator_searches_a_network_as_the_arena_plays_it(tmp_path):
                                    train=False)
     report = evaluator.evaluate(EvalRequest(step=5, hours=0.0, positions=0, games=0, variables=variables))
     assert report is not None and report.step == 5
-    saved = checkpoint.load(tmp_path / "eval" / "networks" / "step-5")
+    saved = network_dir.load(tmp_path / "eval" / "networks" / "step-5")
     played = search_config(saved.metadata)
     assert played == evaluator.search_cfg
     assert (played.root_noise, played.gumbel_scale, played.temperature_plies, played.reuse_tree, played.win_check) \

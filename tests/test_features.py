@@ -14,7 +14,7 @@ import games
 import models
 from configs.loader import ConfigError, from_dict, load, to_dict
 from games import features, pgx_internals
-from models import checkpoint
+from models import network_dir
 from models.chessformer import ChessformerConfig
 from models.network import NetworkConfig, upgrade_network_dict
 from models.resnet import ResNet, ResNetConfig
@@ -226,11 +226,11 @@ def test_older_run_configs_and_network_directories_read_as_input_features(tmp_pa
     spec = games.make("connect_four").spec
     net_cfg = NetworkConfig(resnet=TINY, input_features=("parity", "threats"))
     variables = models.make_network(net_cfg, spec).init(jax.random.PRNGKey(0), jnp.zeros((1, *spec.observation_shape)))
-    directory = checkpoint.save(tmp_path / "net", net_cfg, variables, game="connect_four")
+    directory = network_dir.save(tmp_path / "net", net_cfg, variables, game="connect_four")
     header = yaml.safe_load((directory / "network.yaml").read_text())
     header["network"] = _old_network_dict(True, 4)
     (directory / "network.yaml").write_text(yaml.safe_dump(header, sort_keys=False))
-    assert checkpoint.load(directory).config == net_cfg
+    assert network_dir.load(directory).config == net_cfg
 
 
 def test_older_feature_keys_without_a_mapping_are_one_line():

@@ -7,7 +7,7 @@ import pytest
 
 import games
 import models
-from models import checkpoint
+from models import network_dir
 
 TINY = models.NetworkConfig(resnet=models.ResNetConfig(num_blocks=1, filters=8, value_hidden=8))
 
@@ -44,7 +44,7 @@ def test_network_directory_evaluates_as_its_module(tmp_path):
     net = models.make_network(TINY, game.spec)
     obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 3)))
     variables = net.init(jax.random.PRNGKey(5), obs, train=False)
-    checkpoint.save(tmp_path / "net", TINY, variables, game="connect_four", metadata={"step": 7})
+    network_dir.save(tmp_path / "net", TINY, variables, game="connect_four", metadata={"step": 7})
     ev = models.load_evaluation(tmp_path / "net")
     assert (ev.game, ev.metadata, ev.config) == ("connect_four", {"step": 7}, TINY)
     assert _equal(ev.variables, variables)

@@ -10,7 +10,7 @@ import chess
 import chess.engine
 import pytest
 
-from models import checkpoint
+from models import network_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(p.parent for p in (ROOT / "networks").glob("*/network.yaml"))
@@ -27,7 +27,7 @@ ONE_MOVE = ("4R2k/8/5K2/8/8/8/8/8 b - - 0 1", "h8h7")  # in check, one square to
 
 @pytest.mark.parametrize("net_dir", SHIPPED, ids=lambda p: p.name)
 def test_a_shipped_network_loads_and_plays_legal_moves_through_uci(net_dir):
-    network = checkpoint.load(net_dir)  # raises on a changed byte (sha256) or a config that does not fit
+    network = network_dir.load(net_dir)  # raises on a changed byte (sha256) or a config that does not fit
     assert network.game == "chess" and (net_dir / "README.md").is_file()  # and its model card
     engine = chess.engine.SimpleEngine.popen_uci(
         [sys.executable, str(ROOT / "uci.py"), "--agent", f"mcts:net={net_dir.relative_to(ROOT)}"], cwd=ROOT)

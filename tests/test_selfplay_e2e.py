@@ -23,8 +23,7 @@ import pytest
 
 import games
 from configs.loader import load, to_dict
-from models import checkpoint as network_checkpoint
-from models import make_network
+from models import make_network, network_dir
 from replay import chunks
 from search import SearchConfig, make_search
 from selfplay.config import SelfPlayConfig
@@ -94,7 +93,7 @@ def play_vs_minimax(variables, net, search_cfg: SearchConfig, num_games: int, ag
 
 
 def _variables_of(run_dir: Path):
-    ckpt = network_checkpoint.load(run_dir / "network")
+    ckpt = network_dir.load(run_dir / "network")
     return ckpt.module(), ckpt.variables
 
 
@@ -131,7 +130,7 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
     assert summary.step == cfg.learner.max_steps
     net, variables = _variables_of(tmp_path / "ttt")
     # the network directory records the search it was trained with (the arena's MCTS agent reads it)
-    assert network_checkpoint.load(tmp_path / "ttt" / "network").metadata["search"] == to_dict(cfg.search)
+    assert network_dir.load(tmp_path / "ttt" / "network").metadata["search"] == to_dict(cfg.search)
     first = play_vs_minimax(variables, net, cfg.search, 100, True, seed=1)
     second = play_vs_minimax(variables, net, cfg.search, 100, False, seed=0)
     assert first["losses"] == 0, first

@@ -80,7 +80,7 @@ def test_warm_start_learns_the_best_moves(distilled):
 
 def test_a_run_starts_from_the_distilled_weights(distilled):
     tmp, summary = distilled
-    saved = models.checkpoint.load(summary["network"])
+    saved = models.network_dir.load(summary["network"])
     assert saved.config.history is False  # FEN boards have no history: the network reads none
     cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false"])
     game = games.make("chess")
@@ -170,7 +170,7 @@ def test_selfplay_set_trains_a_chessformer_student(tmp_path):
         "network.chessformer.value_hidden=8]",
         "warm_start.batch_size=4", "warm_start.max_steps=2", "warm_start.progress=false"])
     summary = warm_start(cfg)
-    saved = models.checkpoint.load(summary["network"])
+    saved = models.network_dir.load(summary["network"])
     assert summary["family"] == saved.config.family == "chessformer"
     assert saved.config.chessformer.embedding_dim == 16 and summary["parameters"] > 0
     assert saved.metadata["warm_start"]["bc_soft"] is True

@@ -1,12 +1,13 @@
-"""Network checkpoints without pickle: a directory holding
+"""A network directory: a trained network without pickle, what arena/, match.py, uci.py and
+`init.network` load (a run's training state is learner/checkpoint.py's, kept apart). It holds
 
     network.yaml     the NetworkConfig, the game (if it plays on pgx observations), byte count and
                      sha256 of the parameters, free-form metadata
     params.msgpack   the flax variables (params, batch_stats), serialised by flax.serialization
 
     save("runs/a/net_001000", cfg, variables, game="chess")
-    ckpt = load("runs/a/net_001000")      # Checkpoint(config, variables, game, metadata)
-    net = ckpt.module()                    # the flax module the variables belong to
+    net_dir = load("runs/a/net_001000")   # NetworkDir(config, variables, game, metadata)
+    net = net_dir.module()                 # the flax module the variables belong to
 
 A missing directory or file raises FileNotFoundError; a truncated or altered parameter file, a config
 that does not parse, or parameters whose tree or shapes do not fit the stored config raise ValueError
@@ -35,7 +36,7 @@ _REPAIR = ("copy the network directory again from where it was made (a self-play
            "runs/<name>/network/ at every checkpoint)")
 
 
-class Checkpoint(NamedTuple):
+class NetworkDir(NamedTuple):
     config: NetworkConfig
     variables: Any  # nested dict of numpy arrays ({"params": ..., "batch_stats": ...})
     game: Optional[str]  # pgx game the network reads observations of; None for native-input students
@@ -129,7 +130,7 @@ def _read_header(path: Path) -> dict:
     return header
 
 
-def load(directory: str | os.PathLike, check: bool = True) -> Checkpoint:
+def load(directory: str | os.PathLike, check: bool = True) -> NetworkDir:
     """Reads a checkpoint written by `save`; `check` verifies the parameter shapes against the config."""
     directory = Path(directory)
     if not directory.is_dir():
@@ -156,4 +157,4 @@ def load(directory: str | os.PathLike, check: bool = True) -> Checkpoint:
     game = header.get("game")
     if check:
         _check_fits(variables, cfg, game, params_path)
-    return Checkpoint(cfg, variables, game, dict(header.get("metadata") or {}))
+    return NetworkDir(cfg, variables, game, dict(header.get("metadata") or {}))

@@ -7,7 +7,7 @@ import yaml
 
 import games
 import models
-from models import checkpoint
+from models import network_dir
 from models.chessformer import ChessformerConfig
 from models.resnet import ResNetConfig
 from models.searchless import SearchlessConfig
@@ -29,14 +29,14 @@ def resnet_checkpoint(tmp_path_factory):
     variables = net.init(jax.random.PRNGKey(1), obs)
     _, updates = net.apply(variables, obs, train=True, mutable=["batch_stats"])  # non-trivial batch_stats
     variables = {**variables, **updates}
-    path = checkpoint.save(tmp_path_factory.mktemp("ckpt") / "net", cfg, variables, game="connect_four",
+    path = network_dir.save(tmp_path_factory.mktemp("ckpt") / "net", cfg, variables, game="connect_four",
                            metadata={"step": 7})
     return path, cfg, variables, net, obs
 
 
 def test_resnet_round_trip_is_bit_exact(resnet_checkpoint):
     path, cfg, variables, net, obs = resnet_checkpoint
-    ckpt = checkpoint.load(path)
+    ckpt = network_dir.load(path)
     assert ckpt.config == cfg and ckpt.game == "connect_four" and ckpt.metadata == {"step": 7}
     assert _equal_trees(variables, ckpt.variables)
     a, b = net.apply(variables, obs), ckpt.module().apply(ckpt.variables, obs)
@@ -53,7 +53,7 @@ def test_resnet_round_trip_is_bit_exact(resnet_checkpoint):
 def test_student_round_trip_is_bit_exact(tmp_path, cfg, example):
     net = models.make_student(cfg)
     variables = net.init(jax.random.PRNGKey(3), example)
-    ckpt = checkpoint.load(checkpoint.save(tmp_path / "s", cfg, variables))
+    ckpt = network_dir.load(network_dir.save(tmp_path / "s", cfg, variables))
     assert ckpt.game is None and ckpt.config == cfg
     assert _equal_trees(variables, ckpt.variables)
 
@@ -65,52 +65,52 @@ def _copy(path, tmp_path):
 
 def test_missing_directory_and_files(tmp_path, resnet_checkpoint):
     with pytest.raises(FileNotFoundError, match="not found"):
-        checkpoint.load(tmp_path / "nothing")
+        network_dir.load(tmp_path / "nothing")
     copy = _copy(resnet_checkpoint[0], tmp_path)
-    (copy / checkpoint.PARAMS_FILE).unlink()
+    (copy / network_dir.PARAMS_FILE).unlink()
     with pytest.raises(FileNotFoundError, match="params.msgpack"):
-        checkpoint.load(copy)
+        network_dir.load(copy)
 
 
 def test_truncated_and_corrupted_params(tmp_path, resnet_checkpoint):
     copy = _copy(resnet_checkpoint[0], tmp_path)
-    params = copy / checkpoint.PARAMS_FILE
+    params = copy / network_dir.PARAMS_FILE
     data = params.read_bytes()
     params.write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="truncated"):
-        checkpoint.load(copy)
+        network_dir.load(copy)
     flipped = bytearray(data)
     flipped[len(data) // 2] ^= 0xFF
     params.write_bytes(bytes(flipped))
     with pytest.raises(ValueError, match="checksum"):
-        checkpoint.load(copy)
+        network_dir.load(copy)
 
 
 def test_config_that_does_not_fit_the_params(tmp_path, resnet_checkpoint):
     copy = _copy(resnet_checkpoint[0], tmp_path)
-    header_path = copy / checkpoint.CONFIG_FILE
+    header_path = copy / network_dir.CONFIG_FILE
     header = yaml.safe_load(header_path.read_text())
     header["network"]["resnet"]["filters"] = 6
     header_path.write_text(yaml.safe_dump(header))
     with pytest.raises(ValueError, match="shape"):
-        checkpoint.load(copy)
+        network_dir.load(copy)
     header["network"]["resnet"]["filters"] = 4
     header["network"]["resnet"]["num_blocks"] = 2
     header_path.write_text(yaml.safe_dump(header))
     with pytest.raises(ValueError, match="do not fit"):
-        checkpoint.load(copy)
+        network_dir.load(copy)
     header["network"]["resnet"]["no_such_field"] = 1
     header_path.write_text(yaml.safe_dump(header))
     with pytest.raises(ValueError, match="no_such_field"):
-        checkpoint.load(copy)
+        network_dir.load(copy)
     header_path.write_text("format: [unclosed")
     with pytest.raises(ValueError, match="not valid YAML"):
-        checkpoint.load(copy)
+        network_dir.load(copy)
 
 
 def test_saving_params_of_another_config_is_refused(tmp_path, resnet_checkpoint):
     _, cfg, variables, _, _ = resnet_checkpoint
     other = models.NetworkConfig(resnet=ResNetConfig(num_blocks=2, filters=4, value_hidden=8, wdl_head=True))
     with pytest.raises(ValueError, match="do not fit"):
-        checkpoint.save(tmp_path / "bad", other, variables, game="connect_four")
+        network_dir.save(tmp_path / "bad", other, variables, game="connect_four")
     assert not (tmp_path / "bad").exists()
