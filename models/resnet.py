@@ -42,7 +42,8 @@ class ResNetConfig:
     value_channels: int = 1
     wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
     # dtype of the convolutions, dense layers and activations; parameters, BatchNorm statistics and the
-    # outputs stay float32. bfloat16 pays on accelerators (tensor cores), not on a CPU (10% slower on 2 cores)
+    # outputs stay float32. bfloat16 is for accelerators (tensor cores); on a CPU it changes little
+    # (docs/experiments/2026-11-26-selfplay-cpu-precision-and-xla-flags.md)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
     # removed fields that saved configs still name (configs/loader.py)
     # (the feature planes moved to network.input_features, games/features.py: an older run's config or

@@ -42,10 +42,11 @@ class SearchConfig:
     value_scale: float = 0.1  # c_scale of the completed-Q transform (sigma)
     maxvisit_init: float = 50.0  # c_visit of the completed-Q transform (sigma)
     # Forced results without the network (games/immediate_wins.py): "root" plays a move that wins at
-    # once (chess: mate in 1) and learns it as a certain target, for ~3% of a CPU search; "tree" also
-    # checks every expanded node and probes checks with few replies (mate in 2), so a node whose side
-    # to move has a forced win is certain at its first visit (arena play: 2-3x a CPU search, ~15x on
-    # a GPU batch of 1024); "none": plain AlphaZero.
+    # once (chess: mate in 1) and learns it as a certain target, a small share of a search; "tree"
+    # also checks every expanded node and probes checks with few replies (mate in 2), so a node whose
+    # side to move has a forced win is certain at its first visit (arena play; several times the cost
+    # of a search, measured in docs/experiments/2026-11-23-forced-results-mate-puzzles.md);
+    # "none": plain AlphaZero.
     win_check: WinCheck = "root"
     # Certain values (terminal or proven edges) propagate up the tree: a node with a certainly won
     # move is won, a node whose every move is certain takes the best of them (mate in N, draws).
