@@ -183,7 +183,7 @@ def env_network_seconds(game, apply_fn, params, states, sims, naive=False, repea
             root, step = states, naive_step
             acc = value.sum() + logits.sum()
         else:
-            root, step = Node(search.mcts._slim(states), legal_slots(game, states)), slot_step
+            root, step = Node(search.game_search._slim(states), legal_slots(game, states)), slot_step
             acc = value.sum() + slots.prior_logits(logits, root.slot_actions).sum()
 
         def body(i, carry):

@@ -5,7 +5,7 @@ a row), and a short forcing line (a check with few replies, each answered by a m
     lost = forced_losses(game, states, slot_actions)       # [B] bool: every (of few) replies loses
     wins2 = wins_in_two(game, states, slot_actions)        # [B, W] bool: the move forces a win
 
-search/mcts.py uses them (`SearchConfig.win_check`). Any game: step every slot and read the
+search/game_search.py uses them (`SearchConfig.win_check`). Any game: step every slot and read the
 rewards (cheap when W is small: tic-tac-toe 9, connect four 7). Chess (W = 218, a pgx step costs
 ~0.2 ms on a CPU core): only a checking move can mate, and "gives check" is one attack test on the
 board after the move, so full legal-move generation runs for at most `max_checks` checking moves

@@ -7,7 +7,7 @@ evaluator, arena agents, distillation, benches).
     out = ev.evaluate(ev.variables, obs)                # obs [B, *observation_shape] -> NetworkOutput
     search.make_search(game, ev.evaluate, search_cfg)(ev.variables, states, key)
 
-`evaluate(variables, observations)` is search/mcts.py's `Evaluate`: a NetworkOutput (policy logits
+`evaluate(variables, observations)` is search/game_search.py's `Evaluate`: a NetworkOutput (policy logits
 [B, num_actions] in pgx's order, value [B] in [-1, 1] for the side to move, WDL or None) in inference
 mode (BatchNorm's running averages; mixed precision as the config's `compute_dtype` says). It is not
 jitted: the search jits it with the tree, a caller that evaluates on its own wraps it in `jax.jit`.

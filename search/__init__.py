@@ -8,7 +8,7 @@ With `SearchConfig(reuse_tree=True)` and `return_tree=True` the search takes the
     out, tree = search_fn(params, states, key, Reuse(tree, played_slot, keep))
 """
 from search.config import SearchConfig
-from search.mcts import (
+from search.game_search import (
                          Node,
                          Reuse,
                          SearchOutput,

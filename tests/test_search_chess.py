@@ -202,7 +202,7 @@ def test_checkmate_and_stalemate_leaves_get_the_game_value():
     root_slots = np.asarray(search.legal_slots(CHESS, roots))
     rows, slot = np.nonzero(root_slots != slots.EMPTY)
     states = take(roots, rows)
-    node = search.Node(search.mcts._slim(states), jnp.asarray(root_slots[rows]))
+    node = search.Node(search.game_search._slim(states), jnp.asarray(root_slots[rows]))
     recurrent = jax.jit(search.make_recurrent_fn(CHESS, uniform_network(0.5)))
     out, child = recurrent(None, jax.random.PRNGKey(0), jnp.asarray(slot), node)
     moves = moves_of_actions([boards[r] for r in rows], states, root_slots[rows, slot])

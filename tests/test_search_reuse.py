@@ -12,7 +12,7 @@ from test_search_tree import build_root, random_network, random_states
 import games
 from configs.loader import load
 from search import Reuse, SearchConfig, legal_slots, make_search, tree_search
-from search.mcts import Node, _slim, reuse_capacity
+from search.game_search import Node, _slim, reuse_capacity
 from selfplay.config import SelfPlayConfig
 
 ROOT = Path(__file__).resolve().parents[1]

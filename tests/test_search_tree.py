@@ -10,7 +10,7 @@ import pytest
 
 import games
 from search import SearchConfig, legal_slots, make_recurrent_fn, make_search, selection, slots, tree_search
-from search.mcts import Node, _slim
+from search.game_search import Node, _slim
 
 
 def random_network(game, seed=0):

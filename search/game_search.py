@@ -1,4 +1,5 @@
-"""`make_search`: batched, jitted MCTS over any pgx game with a small legal-slot action axis.
+"""The search of a pgx game: `make_search` (batched, jitted MCTS with a small legal-slot action axis),
+the game as mctx's model of it (`make_recurrent_fn`), and the root's summary (`SearchOutput`).
 
 The tree's action axis is the legal-move slot (see search/slots.py), so a chess tree holds
 [B, nodes, 218] edges instead of [B, nodes, 4672]. Each tree node's embedding is the pgx state
