@@ -2,6 +2,9 @@
 
     replay/chunk-000000.msgpack, chunk-000001.msgpack, ...   (a new chunk every `games_per_chunk`)
 
+Chunks are shards of replay/shards.py (its framing with a CRC32 per record, its writer and reader);
+this module adds the chunk names, the game-record decoding and the damage scan with quarantine.
+
 A writer never appends to a chunk it did not create, so a file torn by a crash (kill -9 mid-write)
 stays as it was; readers skip such a torn tail (it was never acknowledged) and report a complete
 frame whose checksum fails as corruption, naming the file.
@@ -17,49 +20,35 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Iterator
 
 import msgpack
 
+from replay import shards
 from replay.record import MAGIC, GameRecord, RecordError, SchemaError, decode_frame, encode
 
-_CHUNK = re.compile(r"^chunk-(\d{6})\.msgpack$")
+CHUNKS = shards.ShardNames("chunk", 6)
 
 
 def chunk_paths(directory: str | os.PathLike) -> list[Path]:
     """The chunk files of `directory`, oldest first."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.iterdir() if _CHUNK.match(p.name))
+    return CHUNKS.paths(directory)
 
 
 def chunk_index(path: str | os.PathLike) -> int:
     """The sequence number of a chunk file (chunk-000042.msgpack -> 42)."""
-    return int(_CHUNK.match(Path(path).name).group(1))
+    return CHUNKS.index(path)
 
 
 def read_chunk(path: str | os.PathLike) -> Iterator[GameRecord]:
     """Records of one chunk file in order; a torn (incomplete) last frame is skipped silently."""
-    path = Path(path)
-    with open(path, "rb") as f:
-        unpacker = msgpack.Unpacker(f, raw=False, max_buffer_size=1 << 30)
-        index = 0
-        while True:
-            try:
-                frame = unpacker.unpack()
-            except msgpack.OutOfData:
-                return  # end of file, or a torn frame that was never acknowledged
-            except (ValueError, msgpack.UnpackException) as e:
-                raise RecordError(f"{path}: frame {index} is corrupt ({e})") from None
-            yield decode_frame(frame, where=f"{path}: frame {index}")
-            index += 1
+    for frame in shards.frames(path):
+        yield decode_frame(frame.obj, where=f"{path}: frame {frame.index}")
 
 
-_FRAME_START = b"\x94" + msgpack.packb(MAGIC)  # every frame begins [fixarray(4), "zcgr", ...
+_FRAME_START = shards.frame_start(MAGIC)  # every frame begins [fixarray(4), "zcgr", ...
 QUARANTINE = "quarantine"  # damaged chunk files are moved to <replay>/quarantine/
 
 
@@ -80,7 +69,7 @@ def _frame_at(data: bytes, pos: int, path: Path, index: int):
     "torn" when it runs past the end of the file. An unknown schema version raises (not damage)."""
     stream = io.BytesIO(data)  # shares `data` (no copy)
     stream.seek(pos)
-    unpacker = msgpack.Unpacker(stream, raw=False, max_buffer_size=1 << 30)
+    unpacker = msgpack.Unpacker(stream, raw=False, max_buffer_size=shards.MAX_FRAME)
     try:
         frame = unpacker.unpack()
     except msgpack.OutOfData:
@@ -131,14 +120,6 @@ def _next_intact(data: bytes, pos: int, path: Path) -> int | None:
     return None
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def quarantine(scan: ChunkScan) -> Path:
     """Moves a damaged chunk file to quarantine/ (a new name if one is there already) and leaves
     in its place a file of its intact frames, byte for byte (none: no file). Returns the new path.
@@ -162,12 +143,12 @@ def quarantine(scan: ChunkScan) -> Path:
         os.link(path, dest)
     except OSError:  # no hard links on this file system
         shutil.copy2(path, dest)
-    _fsync_dir(qdir)
+    shards.fsync_dir(qdir)
     if scan.spans:
         os.replace(intact, path)
     else:
         path.unlink()
-    _fsync_dir(path.parent)
+    shards.fsync_dir(path.parent)
     return dest
 
 
@@ -177,18 +158,13 @@ def read_all(directory: str | os.PathLike) -> Iterator[GameRecord]:
         yield from read_chunk(path)
 
 
-class ChunkWriter:
-    """Appends records to chunk files of `games_per_chunk` games; `append` returns once durable."""
+class ChunkWriter(shards.FrameWriter):
+    """Appends records to chunk files of `games_per_chunk` games; `append` returns once durable.
+    A new writer starts a new chunk: it never appends to a file it did not create."""
 
     def __init__(self, directory: str | os.PathLike, games_per_chunk: int = 256):
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        super().__init__(directory, CHUNKS, games_per_chunk)
         self.games_per_chunk = games_per_chunk
-        existing = chunk_paths(self.directory)
-        self._next_index = chunk_index(existing[-1]) + 1 if existing else 0
-        self._file = None
-        self.path: Path | None = None  # the chunk file the last record went to
-        self._games_in_file = 0
 
     def append(self, record: GameRecord) -> None:
         """Writes one record and fsyncs it (and, for a new chunk, its directory entry)."""
@@ -197,32 +173,4 @@ class ChunkWriter:
     def append_frames(self, frames: list[bytes]) -> list[Path]:
         """Writes encoded records (`encode`'s frames, as they came) in order and fsyncs each chunk
         file they went to once; returns the file each went to."""
-        paths = []
-        for frame in frames:
-            if self._file is None or self._games_in_file >= self.games_per_chunk:
-                self._sync()
-                self._open_next()
-            self._file.write(frame)
-            self._games_in_file += 1
-            paths.append(self.path)
-        self._sync()
-        return paths
-
-    def _sync(self) -> None:
-        if self._file is not None:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-
-    def _open_next(self) -> None:
-        self.close()
-        path = self.directory / f"chunk-{self._next_index:06d}.msgpack"
-        self._next_index += 1
-        self._file = open(path, "xb")
-        self.path = path
-        self._games_in_file = 0
-        _fsync_dir(self.directory)  # the new file's name survives a crash too
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        return super().append(frames)

@@ -15,8 +15,9 @@ and per game: the outcome (`rewards` [2] per pgx player id), plies, how it ended
 versions that played it, the resignation bookkeeping, and the init key (with `actions` it rebuilds
 every pgx state exactly, e.g. for FEN + move history in the corpus or PGN).
 
-On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]`, `body` the
-msgpack map of the fields with arrays as little-endian bytes, so corruption is detected per record.
+On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]` (replay/shards.py,
+the frame of every record the project writes), `body` the msgpack map of the fields with arrays as
+little-endian bytes, so corruption is detected per record.
 Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`; 3 added `full_search`
 (playout cap randomization's fast plies, since retired); 4 adds `obs_encoding` (older records:
 "zlib"); 5 drops `full_search` (read from 3 and 4, and ignored). All are read.
@@ -31,20 +32,13 @@ import msgpack
 import numpy as np
 
 from games import packing
+from replay.shards import RecordError, SchemaError, frame_payload, pack_frame  # noqa: F401 (errors re-exported)
 
 MAGIC = "zcgr"
 SCHEMA_VERSION = 5
 READABLE_VERSIONS = (1, 2, 3, 4, 5)
 ObsEncoding = Literal["packed", "zlib"]
 _RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> the current one
-
-
-class RecordError(ValueError):
-    """A record that cannot be decoded: corrupt (checksum), truncated or of an unknown schema."""
-
-
-class SchemaError(RecordError):
-    """A record of a schema version this code does not read (written by newer code: not damage)."""
 
 
 # Array fields and their on-disk dtypes (little-endian).
@@ -152,19 +146,12 @@ def encode(record: GameRecord) -> bytes:
         elif f.name == "obs_shape":
             value = list(value)
         body[f.name] = value
-    payload = msgpack.packb(body, use_bin_type=True)
-    return msgpack.packb([MAGIC, SCHEMA_VERSION, zlib.crc32(payload), payload], use_bin_type=True)
+    return pack_frame(MAGIC, SCHEMA_VERSION, msgpack.packb(body, use_bin_type=True))
 
 
 def decode_frame(frame: Any, where: str = "record") -> GameRecord:
     """An unpacked frame (the list `encode` packed) -> GameRecord; RecordError names `where`."""
-    if not (isinstance(frame, (list, tuple)) and len(frame) == 4 and frame[0] == MAGIC):
-        raise RecordError(f"{where}: not a zerochess game record")
-    _, version, crc, payload = frame
-    if version not in READABLE_VERSIONS:
-        raise SchemaError(f"{where}: record schema version {version}, this code reads {READABLE_VERSIONS}")
-    if not isinstance(payload, bytes) or zlib.crc32(payload) != crc:
-        raise RecordError(f"{where}: checksum mismatch, the record is corrupt")
+    version, payload = frame_payload(frame, MAGIC, READABLE_VERSIONS, where, kind="zerochess game record")
     try:
         body = msgpack.unpackb(payload, raw=False)
         for old, new in _RENAMED.get(version, {}).items():
