@@ -16,13 +16,16 @@ A record is a msgpack map, one per board:
                          are weak targets), which no split includes; absent = true
     source  str          "stockfish" or "selfplay"
 
-Shards `shard-00000.msgpack`, ... are append-only concatenations of records, so a writer killed
-mid-record loses at most that record (`ShardWriter` trims a torn tail on reopen). `index.msgpack`
-holds (shard, offset, length, game, full) per record and is rebuilt when the shards changed.
+Shards `shard-00000.msgpack`, ... are the append-only shards of replay/shards.py (the one writer and
+reader of the project's record files, shared with replay's chunks and frozen corpora): each record a
+frame with the CRC32 of its msgpack map, fsynced as written, so a writer killed mid-record loses at most
+that record (`ShardWriter` trims the torn tail on reopen) and a flipped byte is a ValueError naming the
+shard and the frame. Shards written before the checksum hold bare msgpack maps; they are read as they
+are (and appended to with framed records). `index.msgpack` holds (shard, offset, length, game, full)
+per record and is rebuilt when the shards changed.
 """
 from __future__ import annotations
 
-import io
 import os
 import zlib
 from pathlib import Path
@@ -30,6 +33,8 @@ from typing import Any, Iterator
 
 import msgpack
 import numpy as np
+
+from replay import shards
 
 INDEX_NAME = "index.msgpack"
 REQUIRED_KEYS = ("fen", "game", "moves", "values", "value")
@@ -52,96 +57,53 @@ def check_record(rec: Any, where: str = "record") -> dict:
     return rec
 
 
-def _scan(data: bytes) -> tuple[list[tuple[int, int]], int]:
-    """[(offset, length)] of the complete records in a shard's bytes, and the end of the last one."""
-    unpacker = msgpack.Unpacker(io.BytesIO(data), raw=False)
-    spans, start = [], 0
-    try:
-        for _ in unpacker:
-            end = unpacker.tell()
-            spans.append((start, end - start))
-            start = end
-    except (msgpack.OutOfData, ValueError, msgpack.ExtraData):
-        pass
-    return spans, start
-
-
-class ShardWriter:
+class ShardWriter(shards.FrameWriter):
     """Appends records to shards of `shard_size` records in `out_dir`; resumable.
 
     Reopening a directory trims a torn last record and continues the last shard. Each record is
-    flushed as written, so a killed annotation keeps everything it finished.
+    fsynced as written, so a killed annotation keeps everything it finished.
     """
 
     def __init__(self, out_dir: str | Path, shard_size: int = 10_000):
-        self.dir = Path(out_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        super().__init__(out_dir, shards.RECORD_SHARDS, shard_size, continue_last=True)
+        self.dir = self.directory
         self.shard_size = shard_size
-        shards = shard_paths(self.dir)
-        self._index, self._count = len(shards), 0
-        if shards:
-            spans, end = _scan(shards[-1].read_bytes())
-            if end != shards[-1].stat().st_size:
-                with open(shards[-1], "r+b") as f:
-                    f.truncate(end)
-            if len(spans) < shard_size:
-                self._index, self._count = len(shards) - 1, len(spans)
-        self._file = None
 
     def write(self, rec: dict) -> None:
+        """Checks one record and appends it, on disk when this returns."""
         check_record(rec)
-        if self._file is None or self._count >= self.shard_size:
-            if self._file is not None:
-                self._file.close()
-                self._index, self._count = self._index + 1, 0
-            self._file = open(self.dir / f"shard-{self._index:05d}.msgpack", "ab")
-        self._file.write(msgpack.packb(rec, use_bin_type=True))
-        self._file.flush()
-        self._count += 1
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self.append([shards.pack_map(rec)])
 
 
 def shard_paths(directory: str | Path) -> list[Path]:
-    return sorted(Path(directory).glob("shard-*.msgpack"))
+    """The shard files of a record directory, in write order."""
+    return shards.RECORD_SHARDS.paths(directory)
 
 
 def iter_records(directory: str | Path) -> Iterator[dict]:
-    """Every complete record of every shard, in write order."""
+    """Every complete record of every shard, in write order (a torn tail is skipped: the writer's
+    next open trims it); a corrupt record raises ValueError naming the shard and the frame."""
     for path in shard_paths(directory):
-        with open(path, "rb") as f:
-            unpacker = msgpack.Unpacker(f, raw=False)
-            try:
-                yield from unpacker
-            except (msgpack.OutOfData, ValueError):
-                return  # a torn tail: the writer's next open trims it
+        for frame in shards.frames(path):
+            yield shards.unpack_map(frame.obj, f"{path}: frame {frame.index}")
 
 
 def build_index(directory: str | Path, write: bool = True) -> dict:
     """Scans the shards and (if `write`) writes `index.msgpack`: shard names and sizes, per record
-    its shard, offset, length, game id and whether it was a full search (`full_search`, default true)."""
+    its shard, offset, length, game id and whether it was a full search (`full_search`, default true).
+    Every record's checksum is verified on the way: a corrupt one raises ValueError naming it."""
     directory = Path(directory)
-    shards = shard_paths(directory)
-    index = {"shards": [p.name for p in shards], "sizes": [], "shard": [], "offset": [],
+    paths = shard_paths(directory)
+    index = {"shards": [p.name for p in paths], "sizes": [], "shard": [], "offset": [],
              "length": [], "game": [], "full": []}
-    for i, path in enumerate(shards):
+    for i, path in enumerate(paths):
         data = path.read_bytes()  # one read: a shard still being appended to may grow meanwhile
         index["sizes"].append(len(data))
-        spans, _ = _scan(data)
-        for off, length in spans:
-            rec = msgpack.unpackb(data[off:off + length], raw=False)
+        for frame in shards.frames(data, where=str(path)):  # a torn tail (a writer still at work) ends it
+            rec = shards.unpack_map(frame.obj, f"{path}: frame {frame.index}")
             index["shard"].append(i)
-            index["offset"].append(off)
-            index["length"].append(length)
+            index["offset"].append(frame.start)
+            index["length"].append(frame.end - frame.start)
             index["game"].append(rec.get("game", ""))
             index["full"].append(bool(rec.get("full_search", True)))
     if write:
@@ -163,12 +125,12 @@ class RecordStore:
 
     def _load_index(self) -> dict:
         path = self.dir / INDEX_NAME
-        shards = shard_paths(self.dir)
+        paths = shard_paths(self.dir)
         if path.exists():
             try:
                 index = msgpack.unpackb(path.read_bytes(), raw=False)
-                if ("full" in index and index["shards"] == [p.name for p in shards]
-                        and index["sizes"] == [p.stat().st_size for p in shards]):
+                if ("full" in index and index["shards"] == [p.name for p in paths]
+                        and index["sizes"] == [p.stat().st_size for p in paths]):
                     return index
             except Exception:  # a corrupt index is rebuilt from the shards, never trusted
                 pass
@@ -181,13 +143,15 @@ class RecordStore:
 
     def __getitem__(self, i: int) -> dict:
         f = self._shards[self.index["shard"][i]]
-        f.seek(self.index["offset"][i])
+        offset = self.index["offset"][i]
+        where = f"{f.name}: record {i} (at byte {offset})"
+        f.seek(offset)
         data = f.read(self.index["length"][i])
         try:
-            rec = msgpack.unpackb(data, raw=False)
+            obj = msgpack.unpackb(data, raw=False)
         except Exception as e:
-            raise ValueError(f"{self.dir}: record {i} is corrupt ({e})") from None
-        return check_record(rec, f"{self.dir} record {i}")
+            raise shards.RecordError(f"{where} is corrupt ({e})") from None
+        return check_record(shards.unpack_map(obj, where), where)
 
     def split(self, name: str, test_fraction: float) -> np.ndarray:
         """Indices [N] of the records in split `name` ('train' or 'test'), less an older corpus's

@@ -1,7 +1,9 @@
 """Freezing the replay into an immutable corpus for distillation (runs/<name>/corpus/).
 
-One msgpack map per position, in shards `shard-00000.msgpack`, ... (the shard layout and key names
-of distill/records.py, so `distill.records.iter_records` reads a chess corpus directly):
+One map record per position (replay/shards.py `pack_map`: a msgpack map framed with its CRC32), in
+shards `shard-00000.msgpack`, ... (the shard layout and key names of distill/records.py, so
+`distill.records.iter_records` reads a chess corpus directly; corpora frozen before the checksum hold
+bare maps, which it reads too):
     game, ply                  game id and half-moves since the start
     actions                    pgx actions from the start up to this position (rebuilds it exactly)
     legal_actions              pgx ids of the legal moves; `policy`, `child_q` are over them
@@ -25,12 +27,11 @@ import shutil
 import stat
 from pathlib import Path
 
-import msgpack
-
-from replay import chunks
+from replay import chunks, shards
 from replay.record import GameRecord
 
 POSITIONS_PER_SHARD = 50_000
+SYNC_EVERY = 4096  # rows written between fsyncs (the manifest, written last, is what makes a corpus whole)
 
 
 def _chess_rows(record: GameRecord):
@@ -81,30 +82,24 @@ def freeze(replay_dir: str | os.PathLike, out_dir: str | os.PathLike,
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty: a frozen corpus is immutable, freeze into a new directory")
     out.mkdir(parents=True, exist_ok=True)
-    shards, games, positions = [], 0, 0
-    f, in_shard = None, 0
-    try:
+    games, positions, pending = 0, 0, []
+    with shards.FrameWriter(out, shards.RECORD_SHARDS, positions_per_shard) as writer:
         for record in chunks.read_all(replay_dir):
             games += 1
             for row in rows(record):
-                if f is None or in_shard >= positions_per_shard:
-                    if f is not None:
-                        f.close()
-                    path = out / f"shard-{len(shards):05d}.msgpack"
-                    shards.append(path)
-                    f, in_shard = open(path, "xb"), 0
-                f.write(msgpack.packb(row, use_bin_type=True))
-                in_shard += 1
+                pending.append(shards.pack_map(row))
                 positions += 1
-    finally:
-        if f is not None:
-            f.close()
+            if len(pending) >= SYNC_EVERY:
+                writer.append(pending)
+                pending = []
+        writer.append(pending)
+    files = shards.RECORD_SHARDS.paths(out)
     manifest = {
         "games": games, "positions": positions,
-        "shards": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in shards],
+        "shards": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in files],
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    for p in [*shards, out / "manifest.json"]:
+    for p in [*files, out / "manifest.json"]:
         os.chmod(p, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
     return manifest
 

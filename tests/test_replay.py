@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from games import chess_bridge, packing
-from replay import chunks
+from replay import chunks, shards
 from replay.buffer import ReplayBuffer
 from replay.config import ReplayConfig
 from replay.record import GameRecord, RecordError, compress_observation, decode, encode
@@ -312,7 +312,9 @@ def test_freeze_writes_an_immutable_corpus_with_fens(tmp_path):
     for shard in manifest["shards"]:
         path = tmp_path / "corpus" / shard["file"]
         assert not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-        rows += list(msgpack.Unpacker(open(path, "rb"), raw=False))
+        framed = [f.obj for f in shards.frames(path)]
+        assert all(shards.is_frame(obj, shards.MAP_MAGIC) for obj in framed)  # each row with its CRC32
+        rows += [shards.unpack_map(obj, str(path)) for obj in framed]
     assert json.loads((tmp_path / "corpus" / "manifest.json").read_text())["positions"] == 24
     for row in rows:
         rec, boards = recs[int(row["game"][1:])]
