@@ -1,4 +1,4 @@
-"""Each game's ladder: the fixed opponents a run's evaluator (selfplay/evaluator.py) plays besides
+"""Each game's ladder: the fixed opponents a run's evaluator (selfplay/evaluation/) plays besides
 random and the run's earlier networks, and whether the game's positions and moves have chess's
 notations (FEN, UCI: games/chess_bridge.py), which decide the kind of opponent specs, the start
 positions, the games' PGN and the mate puzzles.

@@ -6,9 +6,11 @@
     selfplay/cluster.py          the run's Ray: start or join, actor names and placement, actor records
     selfplay/state.py            RunState: the session's counters (steps, games, train ratio, rates)
     selfplay/sample_games.py     every n-th chess game to games.pgn
+    selfplay/actor_pool.py       the self-play actors: started, two calls queued each, deaths and restarts
     selfplay/learners.py         the learner in this process or in a Ray actor, behind one interface
     selfplay/parameter_store.py  published network variables by version (a Ray actor)
     selfplay/progress.py         live table and TensorBoard scalars
+    selfplay/evaluation/         the in-run evaluator: Elo of each new network, runs/<name>/eval/
     selfplay/summary.py          the run's end: summary.json and the lines selfplay.py prints
     selfplay/messages.py         the typed messages crossing process boundaries
 

@@ -21,7 +21,7 @@ from search.config import SearchConfig
 
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig:
-    """The in-run evaluator (selfplay/evaluator.py): Elo of each new network against fixed anchors."""
+    """The in-run evaluator (selfplay/evaluation/): Elo of each new network against fixed anchors."""
 
     enabled: bool = False  # run the evaluator beside the actors
     every_steps: int = 500  # evaluate the newest published network every this many learner steps

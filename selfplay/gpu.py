@@ -24,6 +24,7 @@ import time
 from typing import TYPE_CHECKING, Optional
 
 from runtime.gpu_memory import HEADROOM, gpu_memory_env
+from selfplay.messages import GpuFigures
 
 if TYPE_CHECKING:
     from selfplay.config import SelfPlayConfig
@@ -162,6 +163,18 @@ class GpuMonitor:
 
     def close(self) -> None:
         self._stop.set()
+
+    def figures(self, since: float) -> Optional[GpuFigures]:
+        """The GPUs from monotonic time `since` (a session's loop) on: busy % also after its first
+        minute, when the run is warm; None without NVML. Stops the monitor."""
+        if not self.available:
+            return None
+        self.close()
+        last = self.snapshot()
+        return GpuFigures(names=tuple(g.name for g in last), busy_mean=self.mean_busy(since),
+                          busy_mean_after_first_minute=self.mean_busy(since + 60),
+                          memory_peak_gb=self.peak_memory_gb(),
+                          memory_total_gb=max((g.memory_total_gb for g in last), default=0.0))
 
 
 def describe(samples: tuple[GpuSample, ...]) -> str:

@@ -21,7 +21,7 @@ from rich.table import Table
 from tensorboardX import SummaryWriter
 
 from selfplay.config import SelfPlayConfig
-from selfplay.eval_store import PROBE_FIELDS
+from selfplay.evaluation import PROBE_FIELDS
 from selfplay.gpu import GpuSample, describe
 from selfplay.messages import EvalReport, LearnerFigures, PlayReport, ReplayStats, TrainMetrics
 

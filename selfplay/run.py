@@ -19,7 +19,7 @@ Ray (selfplay/cluster.py), then a `_Session` starts the parameter store, the rep
 learner and the actors and repeats three steps over a `RunState` (selfplay/state.py) until a stop
 condition or Ctrl-C, then shuts down:
     collect   wait briefly for finished actor calls (and a finished training call); send each actor
-              its next call (every actor has two queued, so it never waits for this loop)
+              its next call (selfplay/actor_pool.py: two queued each, so it never waits for this loop)
     train     start training while the train ratio allows (a call trains in a thread or a Ray actor)
     report    progress / TensorBoard (selfplay/progress.py: GPU busy and memory, the achieved train
               ratio), sample games to games.pgn (selfplay/sample_games.py), stop conditions
@@ -39,7 +39,6 @@ import ray
 
 import games
 import models
-from actors.selfplay_actor import SelfPlayActor
 from configs.loader import to_dict
 from learner.checkpoint import Checkpointer
 from learner.health import ValueHealthMonitor
@@ -48,19 +47,18 @@ from models import network_dir
 from replay.buffer import ReplayBuffer
 from runtime.signals import raise_if_stop_requested
 from selfplay import cluster, prepare
+from selfplay.actor_pool import ActorPool
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
-from selfplay.evaluator import EvaluatorHandle
+from selfplay.evaluation import EvaluatorHandle
 from selfplay.gpu import GpuMonitor, local_gpu_count, out_of_memory_line, process_env, shares_line
 from selfplay.learners import LearnerHandle, make_learner
-from selfplay.messages import EvalRequest, GpuFigures, PlayReport, ReplayStats, RunSummary, TrainResult
+from selfplay.messages import EvalRequest, GpuFigures, ReplayStats, RunSummary, TrainResult
 from selfplay.parameter_store import ParameterStore
 from selfplay.progress import Progress
 from selfplay.sample_games import append_sample_game
 from selfplay.state import RunState
 
-_ACTOR_MEMORY_FIX = ("lower actors.games_per_actor or search.num_simulations, or give each actor a larger "
-                     "share (actors.num_gpus, gpu_memory, driver_gpu_share)")
 _LEARNER_MEMORY_FIX = "lower learner.batch_size, or raise driver_gpu_share (or learner.num_gpus with placement=actor)"
 
 
@@ -88,7 +86,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
                            float(meta.get("seconds_total", 0.0)), checkpointer, progress, opening_lines,
                            ValueHealthMonitor.from_meta(meta))
         if cfg.pin_cpus and not ray_address:
-            cluster.pin_cpus(session.actors, pin_driver=cfg.learner.placement == "driver")
+            cluster.pin_cpus(session.pool.actors, pin_driver=cfg.learner.placement == "driver")
         elif cfg.pin_cpus:
             print("pin_cpus: ignored with --ray-address (a cluster places its actors itself)", file=sys.stderr)
         return session.run()
@@ -114,11 +112,10 @@ class _Session:
         names = cluster.actor_names(cfg)
         stats = self._start_store_and_replay(names, game, state, opening_lines)
         self.games_quarantined = stats.games_quarantined
-        self.state = self._first_state(stats, int(state.step), samples_trained, seconds_total)
+        self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), samples_trained, seconds_total,
+                                       stats, cfg.sample_game_every)
         self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store)
-        self.actors = self._start_actors(names, int(state.step))
-        # two calls queued per actor: it starts the next as soon as one ends, without waiting for this loop
-        self.plays = {a.play.remote(cfg.actors.plies_per_call): a for a in self.actors for _ in range(2)}
+        self.pool = ActorPool(cfg, names, int(state.step))  # the self-play actors, two calls queued each
         self.gpus = GpuMonitor()
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
         self.value_health = value_health or ValueHealthMonitor()  # the run's first value figures, its warning
@@ -142,27 +139,6 @@ class _Session:
             str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions, reload=False)
         return prepare.reload_replay(self.replay, run_dir)
 
-    def _first_state(self, stats: ReplayStats, step: int, samples_trained: int, seconds_total: float) -> RunState:
-        """The session's counters at its start: the checkpoint's step and the replay's games."""
-        every = self.cfg.sample_game_every
-        return RunState(
-            batch_size=self.cfg.learner.batch_size, step=step, samples_base=samples_trained,
-            step_base=step, games_total=stats.games_total, positions_total=stats.positions_total,
-            games_at_start=stats.games_total, positions_at_start=stats.positions_total,
-            next_pgn=(stats.games_total // every + 1) * every, seconds_base=seconds_total)
-
-    def _start_actors(self, names: dict[str, str], step: int) -> list:
-        """The self-play actors, spread over the cluster; Ray restarts one up to actors.max_restarts."""
-        cfg = self.cfg
-        actor_cls = ray.remote(SelfPlayActor)
-        env = {"env_vars": process_env(cfg.actors.num_gpus, cfg)}
-        return [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
-                                  max_restarts=cfg.actors.max_restarts, runtime_env=env,
-                                  scheduling_strategy="SPREAD").remote(
-                    i, cfg.game, cfg.network, cfg.search, cfg.actors, names["replay"], names["store"],
-                    cfg.seed * 1000 + step + i, None)
-                for i in range(cfg.actors.num_actors)]
-
     def run(self) -> RunSummary:
         self.state.started = time.monotonic()
         try:
@@ -180,7 +156,7 @@ class _Session:
                   "--resume continues", file=sys.stderr)
         finally:
             self.state.stopped = time.monotonic()
-            self.gpu_figures = self._gpu_figures()  # the loop's GPUs (the shutdown's final evaluation aside)
+            self.gpu_figures = self.gpus.figures(since=self.state.started)  # the loop's GPUs, monitor stopped
             self.checkpoint_at_stop()
         return self.shutdown()
 
@@ -191,25 +167,13 @@ class _Session:
         ready_to_train = self._can_train() and not self.learner.busy()
         # a learner training in a thread of this process has no ref to wait on: look again soon
         threaded = self.learner.busy() and not self.learner.in_flight()
-        done, _ = ray.wait(list(self.plays) + self.learner.in_flight(), num_returns=1,
+        done, _ = ray.wait(self.pool.calls() + self.learner.in_flight(), num_returns=1,
                            timeout=0 if ready_to_train else 0.005 if threaded else 0.2)
         for ref in done:
-            actor = self.plays.pop(ref, None)
-            if actor is None:
-                continue  # the learner's call: taken by poll below
-            try:
-                report: PlayReport = ray.get(ref)
-            except ray.exceptions.RayActorError as e:  # its process died (kill -9, OOM, node lost)
-                self._actor_lost(actor, e)
-                continue
-            except ray.exceptions.RayTaskError as e:
-                line = out_of_memory_line(e, f"self-play actor {self.actors.index(actor)}", _ACTOR_MEMORY_FIX)
-                if line is None:
-                    raise
-                raise RunError(line) from None
-            self.state.played(report)
-            self.progress.games_finished(report)
-            self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
+            report = self.pool.take(ref)  # None: the learner's call (taken by poll below) or a lost actor
+            if report is not None:
+                self.state.played(report)
+                self.progress.games_finished(report)
         try:
             result = self.learner.poll(done)
         except Exception as e:  # the learner's call failed: out of GPU memory is one line, anything else raises
@@ -245,44 +209,11 @@ class _Session:
         if line:
             print(line, file=sys.stderr, flush=True)
 
-    def _actor_lost(self, actor, error: BaseException) -> None:
-        """A self-play actor's call failed because its process died: Ray restarts it (up to
-        actors.max_restarts) and it is sent back to play; the games it finished are in replay
-        (acknowledged before it reports), only its games in progress are lost. Past max_restarts
-        the run goes on without it; the line says why it died where Ray knows (`error`)."""
-        index = self.actors.index(actor)
-        try:
-            dead = cluster.actor_records([actor])[0].get("State") == "DEAD"
-        except Exception:  # no answer: assume Ray restarts it (a call to a dead actor fails at once)
-            dead = False
-        if not dead:
-            self.plays[actor.play.remote(self.cfg.actors.plies_per_call)] = actor
-            return
-        if actor in self.plays.values():
-            return  # its other queued call fails too: one line, then
-        why = cluster.error_line(error)
-        print(f"self-play actor {index} died and will not be restarted (actors.max_restarts="
-              f"{self.cfg.actors.max_restarts}): the run goes on without it{f' ({why})' if why else ''}",
-              file=sys.stderr)
-        if not self.plays:
-            raise RunError(f"every self-play actor died more than actors.max_restarts times"
-                           f"{f', the last with: {why}' if why else ''}; the Ray worker logs "
-                           "(/tmp/ray/session_latest/logs) say more")
-
     def _count_restarts(self) -> None:
-        """Ray's restart count of each self-play actor (its GCS record); one stderr line per restart seen."""
+        """Ray's restart count of each self-play actor; one stderr line per restart seen."""
         s = self.state
         s.restarts_checked = time.monotonic()
-        try:
-            counts = [int(r.get("NumRestarts", 0)) for r in cluster.actor_records(self.actors)]
-        except Exception:  # best effort: a Ray internal, and after Ctrl-C Ray may be gone
-            return
-        seen = s.actor_restarts + [0] * (len(counts) - len(s.actor_restarts))
-        for index, (n, before) in enumerate(zip(counts, seen)):
-            if n > before:
-                print(f"self-play actor {index} died and Ray restarted it ({n} restart(s)); its games in "
-                      "progress were lost, the finished ones are in replay", file=sys.stderr)
-        s.actor_restarts = [max(n, before) for n, before in zip(counts, seen)]
+        s.actor_restarts = self.pool.count_restarts(s.actor_restarts)
 
     # -- train ------------------------------------------------------------------------------------
     def _can_train(self) -> bool:
@@ -395,8 +326,7 @@ class _Session:
             games_total, positions_total = final.games_total, final.positions_total
             if self.cfg.freeze_corpus_on_exit:
                 ray.get(self.replay.freeze.remote(str(self.run_dir / "corpus")))
-            for a in self.actors:
-                ray.kill(a)
+            self.pool.kill()
             self.finish_evaluation()
             self.learner.close()
         except (ray.exceptions.RayError, KeyboardInterrupt):
@@ -412,16 +342,3 @@ class _Session:
             positions_per_s=(s.positions_total - s.positions_at_start) / max((s.stopped or time.monotonic()) - s.started, 1e-9),
             positions_per_s_after_first_minute=s.warm_positions_per_s(), learner_figures=s.learner_figures(),
             gpus=self.gpu_figures, value_health=self.value_health.summary(s.metrics))
-
-    def _gpu_figures(self) -> Optional[GpuFigures]:
-        """The GPUs over this session's loop (busy % also after its first minute, when the run is warm);
-        None without NVML. Stops the monitor."""
-        monitor, self.gpus = self.gpus, None
-        if monitor is None or not monitor.available:
-            return None
-        monitor.close()
-        warm = monitor.mean_busy(since=self.state.started + 60)
-        last = monitor.snapshot()
-        return GpuFigures(names=tuple(g.name for g in last), busy_mean=monitor.mean_busy(self.state.started),
-                          busy_mean_after_first_minute=warm, memory_peak_gb=monitor.peak_memory_gb(),
-                          memory_total_gb=max((g.memory_total_gb for g in last), default=0.0))

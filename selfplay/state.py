@@ -6,7 +6,7 @@ import dataclasses
 import time
 from typing import Optional
 
-from selfplay.messages import LearnerFigures, PlayReport, StopReason, TrainMetrics
+from selfplay.messages import LearnerFigures, PlayReport, ReplayStats, StopReason, TrainMetrics
 
 
 @dataclasses.dataclass
@@ -37,6 +37,17 @@ class RunState:
     warm: Optional[tuple[float, int, int]] = None  # (monotonic time, positions, step) one minute in (warm-up done)
     learner_calls: int = 0  # training calls finished this session
     stopped: Optional[float] = None  # monotonic time the loop ended (rates exclude the shutdown)
+
+    @classmethod
+    def at_start(cls, batch_size: int, step: int, samples_trained: int, seconds_total: float,
+                 replay: ReplayStats, sample_game_every: int) -> "RunState":
+        """A session's counters at its start: the checkpoint's step, samples and seconds, and the
+        games the replay reloaded."""
+        every = sample_game_every
+        return cls(batch_size=batch_size, step=step, samples_base=samples_trained, step_base=step,
+                   games_total=replay.games_total, positions_total=replay.positions_total,
+                   games_at_start=replay.games_total, positions_at_start=replay.positions_total,
+                   next_pgn=(replay.games_total // every + 1) * every, seconds_base=seconds_total)
 
     def samples_trained(self, at_step: int | None = None) -> int:
         """Samples trained at `at_step` (default: the step reached). Exact from the step, even if

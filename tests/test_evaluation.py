@@ -50,7 +50,7 @@ def test_the_ladder_is_the_games_own_unless_engines_name_one():
     """Each game's default opponents come from the game (games/ladders.py), checked as that game's
     kind of spec (chess: arena agents; the stone games: board players)."""
     from games import ladders
-    from selfplay.evaluator import ladder
+    from selfplay.evaluation.opponents import ladder
     assert ladder("connect_four", None) == ("alphabeta:depth=2", "alphabeta:depth=4")
     assert ladder("tic_tac_toe", None) == ("minimax",) and ladder("go_9x9", None) == ()
     assert ladder("chess", None) == ("stockfish:skill=0,depth=1",) and ladders.ladder("chess").fen_uci
@@ -195,7 +195,7 @@ def test_anchor_labels_join_anchors_rated_alike():
     """The progress picture labels each fixed opponent once; anchors the fit rates alike (alpha-beta
     depths 2 and 4 both at +569 in a connect-four run) share one line instead of overprinting."""
     from arena.ratings import PlayerRating
-    from selfplay.eval_plot import anchor_labels
+    from selfplay.evaluation.plot import anchor_labels
     rated = lambda name, r: PlayerRating(name, r, r - 100, r + 100, 100, 0.5)
     players = [rated("step-1000", 560.0), rated("policy-step-1000", 300.0), rated("random", 0.0), rated("alphabeta:depth=4", 568.5),
                rated("alphabeta:depth=2", 569.2), rated("alphabeta:depth=6", 820.0)]
@@ -206,7 +206,7 @@ def test_anchor_labels_join_anchors_rated_alike():
 def test_ratings_csv_of_an_older_version_gains_the_new_columns_on_append(tmp_path):
     """A run resumed across the version that added the raw policy's columns: the old rows keep their
     values under the right headers (a plain append would misalign every later column)."""
-    from selfplay.eval_store import RATINGS_FIELDS, append_csv, read_reports, report_row
+    from selfplay.evaluation.store import RATINGS_FIELDS, append_csv, read_reports, report_row
     from selfplay.messages import EvalReport
     old_fields = RATINGS_FIELDS[:12]
     path = tmp_path / "ratings.csv"
@@ -236,7 +236,7 @@ def test_the_evaluator_searches_a_network_as_the_arena_plays_it(tmp_path):
     from configs.loader import load
     from models import network_dir
     from selfplay.config import SelfPlayConfig
-    from selfplay.evaluator import Evaluator
+    from selfplay.evaluation import Evaluator
     from selfplay.messages import EvalRequest
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [
         "search.root_noise=true", "search.temperature_plies=4", "search.reuse_tree=true", "search.win_check=root",

@@ -112,8 +112,8 @@ def test_the_evaluator_reports_probe_figures_for_chess(tmp_path):
     import games
     from configs.loader import load
     from selfplay.config import SelfPlayConfig
-    from selfplay.eval_store import read_reports
-    from selfplay.evaluator import Evaluator
+    from selfplay.evaluation import Evaluator
+    from selfplay.evaluation.store import read_reports
     from selfplay.messages import EvalRequest
     from selfplay.progress import probe_text
     root = __import__("pathlib").Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from selfplay.eval_store import RANDOM, is_run_player, network_name, policy_name
+from selfplay.evaluation.store import RANDOM, is_run_player, network_name, policy_name
 from selfplay.messages import EvalReport
 
 
