@@ -1,11 +1,24 @@
-"""GPU memory of the run's JAX processes: the environment variables that bound each one's share
-(selfplay/gpu.py has the per-process rules; SelfPlayConfig.gpu_memory and driver_gpu_share type
-their fields with the names here)."""
+"""GPU memory of the run's JAX processes: each process's bounded share of its GPU, as the
+environment variables of its JAX, and the GPUs this machine offers.
+
+    env = process_env(num_gpus=0.25, mode="share", driver_share=0.25)   # a Ray actor's runtime_env
+    share_driver_gpu(config_path, overrides)    # this process's share, before pgx starts JAX (CLIs)
+    print(shares_line(mode, driver_share, "this process (driver)", [("each self-play actor", 0.45)]))
+    line = out_of_memory_line(error, "the learner", "lower learner.batch_size")   # None: not out of memory
+
+JAX preallocates 75% of a GPU in every process, so two processes on one GPU (the run's driver, which
+trains, and an actor) exhaust it and cuBLAS then fails to start. With mode `share` each process
+takes a bounded share instead (XLA_CLIENT_MEM_FRACTION), grown on demand: the driver `driver_share`
+of its GPU, a Ray actor its `num_gpus` fraction of the rest, and a process with no GPU share runs JAX
+on the CPU; each share less HEADROOM. `grow` only turns preallocation off (no bound); `preallocate`
+is JAX's default, for processes that each own a GPU. SelfPlayConfig.gpu_memory and
+driver_gpu_share type their fields with the names here; this module reads plain numbers, no config.
+"""
 from __future__ import annotations
 
 import os
 import sys
-from typing import Literal, get_args
+from typing import Literal, Optional, Sequence, get_args
 
 GpuMemory = Literal["share", "grow", "preallocate"]  # SelfPlayConfig.gpu_memory
 GPU_MEMORY_MODES = get_args(GpuMemory)
@@ -31,6 +44,62 @@ def gpu_memory_env(fraction: float | None, mode: str) -> dict[str, str]:
     return env
 
 
+def memory_fraction(num_gpus: float, driver_share: float) -> float:
+    """The fraction of its GPU's memory a Ray actor with `num_gpus` may allocate (mode share): its
+    fraction of what the driver's share leaves."""
+    return round(min(num_gpus, 1.0) * (1.0 - driver_share) * HEADROOM, 4)
+
+
+def process_env(num_gpus: float, mode: str, driver_share: float) -> dict[str, str]:
+    """Environment variables for a Ray actor's JAX (its runtime_env): CPU only without a GPU share
+    (importing pgx would otherwise start a GPU backend in it); else its bounded share (share), no
+    preallocation (grow) or JAX's default (preallocate)."""
+    if num_gpus <= 0:
+        return {"JAX_PLATFORMS": "cpu"}
+    return gpu_memory_env(memory_fraction(num_gpus, driver_share), mode)
+
+
+def driver_env(mode: str, driver_share: float) -> dict[str, str]:
+    """What the driver (where a local learner trains) gets: `driver_share` of its GPU. Set by
+    share_driver_gpu before pgx is imported (pgx starts JAX's backend)."""
+    return gpu_memory_env(driver_share * HEADROOM, mode)
+
+
+def shares_line(mode: str, driver_share: float, driver: str, processes: Sequence[tuple[str, float]]) -> str:
+    """One line saying what each process may take of its GPU's memory: `driver` (who this process
+    is) and `processes`, (who, Ray num_gpus) for each kind of actor with a GPU share."""
+    if mode != "share":
+        return f"GPU memory: gpu_memory={mode} (no bound per process)"
+    parts = [f"{driver} {100 * driver_share * HEADROOM:.0f}%"]
+    parts += [f"{who} {100 * memory_fraction(num_gpus, driver_share):.0f}%" for who, num_gpus in processes if num_gpus]
+    return "GPU memory (of its GPU, at most): " + ", ".join(parts)
+
+
+def local_gpu_count() -> int:
+    """GPUs a local Ray would offer this machine's actors: CUDA_VISIBLE_DEVICES's list where it is
+    set, else NVIDIA's device count (0 without an NVIDIA driver)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:
+        return 0
+
+
+def out_of_memory_line(error: BaseException, who: str, fix: str) -> Optional[str]:
+    """One line for a GPU allocation failure inside `who` (an actor, the learner); None for
+    any other error."""
+    text = str(error)
+    if "RESOURCE_EXHAUSTED" not in text and "Out of memory" not in text and "out of memory" not in text:
+        return None
+    found = next((line.strip() for line in text.splitlines() if "RESOURCE_EXHAUSTED" in line
+                  or "ut of memory" in line), "")[:160]
+    return f"{who} ran out of GPU memory ({found}): {fix}"
+
+
 def share_driver_gpu(config_path, overrides=()) -> dict[str, str]:
     """Sets this process's GPU memory share from a self-play config file and its dotted overrides
     (`gpu_memory`, `driver_gpu_share`) before JAX starts its GPU backend, which importing pgx does:
@@ -42,7 +111,7 @@ def share_driver_gpu(config_path, overrides=()) -> dict[str, str]:
     mode, share = _memory_settings(config_path, overrides)
     if mode not in GPU_MEMORY_MODES or not isinstance(share, (int, float)) or not 0 < share < 1:
         return {}  # SelfPlayConfig refuses it in one line
-    env = gpu_memory_env(share * HEADROOM, mode)
+    env = driver_env(mode, share)
     os.environ.update(env)
     _ours.update(env)
     return env

@@ -20,10 +20,10 @@ from typing import Optional
 import ray
 
 from actors.selfplay_actor import SelfPlayActor
+from runtime.gpu_memory import out_of_memory_line, process_env
 from selfplay import cluster
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
-from selfplay.gpu import out_of_memory_line, process_env
 from selfplay.messages import PlayReport
 
 MEMORY_FIX = ("lower actors.games_per_actor or search.num_simulations, or give each actor a larger "
@@ -38,7 +38,7 @@ class ActorPool:
         which an actor Ray restarts looks up; step: the learner step (seeds the actors)."""
         self.cfg = cfg
         actor_cls = ray.remote(SelfPlayActor)
-        env = {"env_vars": process_env(cfg.actors.num_gpus, cfg)}
+        env = {"env_vars": process_env(cfg.actors.num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)}
         self.actors = [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
                                          max_restarts=cfg.actors.max_restarts, runtime_env=env,
                                          scheduling_strategy="SPREAD").remote(

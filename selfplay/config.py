@@ -83,7 +83,7 @@ class SelfPlayConfig:
     # last core, so the XLA thread pools of two processes stop trading places on a small machine
     # (connect four on 2 cores: docs/selfplay.md#throughput). Ignored with --ray-address.
     pin_cpus: bool = False
-    # GPU memory of the run's JAX processes (selfplay/gpu.py): "share" bounds each: the driver (and a
+    # GPU memory of the run's JAX processes (runtime/gpu_memory.py): "share" bounds each: the driver (and a
     # learner trained there) `driver_gpu_share` of its GPU, a self-play actor its actors.num_gpus fraction
     # of the rest, a process without a GPU share on the CPU; "grow": no preallocation, no bound;
     # "preallocate": JAX's default 75% per process (only where each process owns its GPU)

@@ -19,6 +19,7 @@ import ray
 from learner.learner import Learner
 from learner.messages import LearnerLocation, TrainResult
 from learner.train import TrainState
+from runtime.gpu_memory import process_env
 from selfplay.config import SelfPlayConfig
 
 
@@ -112,10 +113,9 @@ class RemoteLearner:
 
     def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
         self._max_steps = cfg.learner.publish_every
-        from selfplay.gpu import process_env
         self._actor = ray.remote(Learner).options(
             num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus,
-            runtime_env={"env_vars": process_env(cfg.learner.num_gpus, cfg)},
+            runtime_env={"env_vars": process_env(cfg.learner.num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)},
         ).remote(cfg.game, cfg.network, cfg.learner, state, replay, store)
         self._ref = None  # the train call in flight
 

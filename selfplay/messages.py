@@ -90,7 +90,7 @@ class LearnerFigures:
 
 @dataclasses.dataclass(frozen=True)
 class GpuFigures:
-    """The node's GPUs over a session of the run (NVML; selfplay/gpu.py)."""
+    """The node's GPUs over a session of the run (NVML; selfplay/gpu_monitor.py)."""
 
     names: tuple[str, ...]  # one per GPU, e.g. "NVIDIA H100 80GB HBM3"
     busy_mean: Optional[float]  # % of time a kernel ran, mean over the GPUs and the session

@@ -1,6 +1,7 @@
 """Before the loop: what a run checks, reads and writes before its Ray actors play.
 
     check_local_gpus(cfg)                    # a local run asking for GPUs this machine lacks: one line
+    print(memory_shares_line(cfg))           # what each process may take of its GPU's memory
     lines = opening_lines(cfg)               # actors.opening_book as pgx actions (before any file is written)
     run_dir = prepare_run_dir(cfg, resume)   # runs/<name>/, config.yaml; on --resume the same game and network
     state = initial_state(cfg, game, net)    # random weights, or init.network's (warm start)
@@ -23,9 +24,9 @@ from configs.loader import ConfigError, to_dict, upgrade
 from learner.train import TrainState, init_train_state
 from models import network_dir
 from replay.record import RecordError, SchemaError
+from runtime.gpu_memory import local_gpu_count, shares_line
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
-from selfplay.gpu import local_gpu_count
 from selfplay.messages import ReplayStats
 
 MUST_MATCH_ON_RESUME = ("game", "network")  # what the checkpoints and the replay were made with
@@ -111,6 +112,16 @@ def check_local_gpus(cfg: SelfPlayConfig) -> None:
         asked = ", ".join(f"{k}={v:g}" for k, v in wanted.items() if v)
         raise RunError(f"the run asks for {sum(wanted.values()):g} GPU(s) ({asked}) and this machine has {have:g}: "
                        "run it on a GPU machine, or set actors.num_gpus=0 (and those others to 0) to play on the CPU")
+
+
+def memory_shares_line(cfg: SelfPlayConfig) -> str:
+    """One line saying what each of the run's processes may take of its GPU's memory
+    (runtime/gpu_memory.py's shares, gpu_memory=share)."""
+    driver = f"this process (driver{' and learner' if cfg.learner.placement == 'driver' else ''})"
+    return shares_line(cfg.gpu_memory, cfg.driver_gpu_share, driver, [
+        ("each self-play actor", cfg.actors.num_gpus),
+        ("the learner", cfg.learner.num_gpus if cfg.learner.placement == "actor" else 0.0),
+        ("the evaluator", cfg.evaluation.num_gpus if cfg.evaluation.enabled else 0.0)])
 
 
 def opening_lines(cfg: SelfPlayConfig) -> tuple:

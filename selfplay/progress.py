@@ -22,7 +22,7 @@ from tensorboardX import SummaryWriter
 
 from selfplay.config import SelfPlayConfig
 from selfplay.evaluation import PROBE_FIELDS
-from selfplay.gpu import GpuSample, describe
+from selfplay.gpu_monitor import GpuSample, describe
 from selfplay.messages import EvalReport, LearnerFigures, PlayReport, ReplayStats, TrainMetrics
 
 

@@ -25,7 +25,8 @@ condition or Ctrl-C, then shuts down:
               ratio), sample games to games.pgn (selfplay/sample_games.py), stop conditions
     shutdown  finish a training call in flight, checkpoint, stop actors and replay -> RunSummary
 
-On GPUs each JAX process takes a bounded share of its GPU's memory (selfplay/gpu.py, `gpu_memory`).
+On GPUs each JAX process takes a bounded share of its GPU's memory (runtime/gpu_memory.py, `gpu_memory`);
+selfplay/gpu_monitor.py samples the GPUs' busy % and memory for the progress line and the summary.
 """
 from __future__ import annotations
 
@@ -45,13 +46,14 @@ from learner.health import ValueHealthMonitor
 from learner.train import TrainState
 from models import network_dir
 from replay.buffer import ReplayBuffer
+from runtime.gpu_memory import local_gpu_count, out_of_memory_line, process_env
 from runtime.signals import raise_if_stop_requested
 from selfplay import cluster, prepare
 from selfplay.actor_pool import ActorPool
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.evaluation import EvaluatorHandle
-from selfplay.gpu import GpuMonitor, local_gpu_count, out_of_memory_line, process_env, shares_line
+from selfplay.gpu_monitor import GpuMonitor
 from selfplay.learners import LearnerHandle, make_learner
 from selfplay.messages import EvalRequest, GpuFigures, ReplayStats, RunSummary, TrainResult
 from selfplay.parameter_store import ParameterStore
@@ -79,7 +81,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
         state, meta = restored
     started_ray = cluster.init_ray(cfg, ray_address)
     if local_gpu_count():
-        print(shares_line(cfg), file=sys.stderr, flush=True)
+        print(prepare.memory_shares_line(cfg), file=sys.stderr, flush=True)
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
         session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
@@ -130,7 +132,7 @@ class _Session:
         """The parameter store (with the first network published) and the replay buffer, on this node;
         the replay's games reloaded from the run directory."""
         cfg, run_dir = self.cfg, self.run_dir
-        cpu_only = {"env_vars": process_env(0.0, cfg)}  # they import pgx, which would start a GPU backend
+        cpu_only = {"env_vars": process_env(0.0, cfg.gpu_memory, cfg.driver_gpu_share)}  # they import pgx, which would start a GPU backend
         self.store = ray.remote(ParameterStore).options(num_cpus=0, runtime_env=cpu_only, name=names["store"],
                                                         **cluster.on_this_node()).remote(opening_lines)
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))

@@ -1,5 +1,6 @@
-"""The run on GPUs, as far as a CPU machine can check it: each process's memory share, the one-line
-out-of-memory error, the NVML monitor's figures (against a stand-in NVML), the train-ratio
+"""The run on GPUs, as far as a CPU machine can check it: each process's memory share
+(runtime/gpu_memory.py), the one-line out-of-memory error, the NVML monitor's figures
+(selfplay/gpu_monitor.py) (against a stand-in NVML), the train-ratio
 accounting, and the one-GPU preset loading and playing a few plies here."""
 from __future__ import annotations
 
@@ -12,12 +13,26 @@ import numpy as np
 import pytest
 
 from configs.loader import load
-from selfplay import gpu
+from runtime import gpu_memory
+from selfplay import gpu_monitor
 from selfplay.config import SelfPlayConfig
 from selfplay.messages import PlayReport
+from selfplay.prepare import memory_shares_line
 from selfplay.state import RunState
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def fraction(num_gpus: float, cfg: SelfPlayConfig) -> float:
+    return gpu_memory.memory_fraction(num_gpus, cfg.driver_gpu_share)
+
+
+def process_env(num_gpus: float, cfg: SelfPlayConfig) -> dict[str, str]:
+    return gpu_memory.process_env(num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)
+
+
+def driver_env(cfg: SelfPlayConfig) -> dict[str, str]:
+    return gpu_memory.driver_env(cfg.gpu_memory, cfg.driver_gpu_share)
 
 
 @pytest.fixture
@@ -28,32 +43,32 @@ def no_user_memory_vars(monkeypatch):
 
 def test_shares_of_one_gpu_add_up_to_less_than_the_gpu(no_user_memory_vars):
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml")
-    actors = cfg.actors.num_actors * gpu.memory_fraction(cfg.actors.num_gpus, cfg)
-    driver = float(gpu.driver_env(cfg)["XLA_CLIENT_MEM_FRACTION"])
+    actors = cfg.actors.num_actors * fraction(cfg.actors.num_gpus, cfg)
+    driver = float(driver_env(cfg)["XLA_CLIENT_MEM_FRACTION"])
     assert driver == pytest.approx(cfg.driver_gpu_share * 0.9)
     assert actors == pytest.approx(cfg.actors.num_actors * cfg.actors.num_gpus * (1 - cfg.driver_gpu_share) * 0.9)
-    evaluator = gpu.memory_fraction(cfg.evaluation.num_gpus, cfg)
+    evaluator = fraction(cfg.evaluation.num_gpus, cfg)
     assert cfg.actors.num_actors * cfg.actors.num_gpus + cfg.evaluation.num_gpus == pytest.approx(1.0)  # Ray's GPU
     assert 0.85 < actors + evaluator + driver <= 0.9  # every process bounded, together under the GPU with headroom
-    env = gpu.process_env(cfg.actors.num_gpus, cfg)
+    env = process_env(cfg.actors.num_gpus, cfg)
     assert env == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
-                   "XLA_CLIENT_MEM_FRACTION": str(gpu.memory_fraction(cfg.actors.num_gpus, cfg))}
-    assert gpu.process_env(0.0, cfg) == {"JAX_PLATFORMS": "cpu"}  # no GPU share: no GPU at all
+                   "XLA_CLIENT_MEM_FRACTION": str(fraction(cfg.actors.num_gpus, cfg))}
+    assert process_env(0.0, cfg) == {"JAX_PLATFORMS": "cpu"}  # no GPU share: no GPU at all
     # a whole GPU per actor still leaves the driver its share
-    assert gpu.memory_fraction(1.0, cfg) == pytest.approx((1 - cfg.driver_gpu_share) * 0.9)
+    assert fraction(1.0, cfg) == pytest.approx((1 - cfg.driver_gpu_share) * 0.9)
 
 
 def test_grow_and_preallocate_and_the_users_own_settings(no_user_memory_vars, monkeypatch):
     grow = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["gpu_memory=grow"])
-    assert gpu.process_env(0.5, grow) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    assert process_env(0.5, grow) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     pre = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["gpu_memory=preallocate"])
-    assert gpu.process_env(0.5, pre) == {} and gpu.driver_env(pre) == {}
+    assert process_env(0.5, pre) == {} and driver_env(pre) == {}
     share = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml")
     monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5")  # the user's own fraction wins
-    assert gpu.process_env(0.5, share) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    assert process_env(0.5, share) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")  # ... and their own preallocation
-    assert gpu.process_env(0.5, share) == {} and gpu.driver_env(share) == {}
-    assert "each self-play actor 32%" in gpu.shares_line(share) and "the evaluator 7%" in gpu.shares_line(share)
+    assert process_env(0.5, share) == {} and driver_env(share) == {}
+    assert "each self-play actor 32%" in memory_shares_line(share) and "the evaluator 7%" in memory_shares_line(share)
     with pytest.raises(ValueError, match="driver_gpu_share"):
         load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["driver_gpu_share=1.0"])
 
@@ -69,8 +84,9 @@ assert "pgx" not in sys.modules
 code = cli["main"](["--config", "configs/chess_gpu.yaml", "--set", "driver_gpu_share=0.5", "runs_dir={tmp_path}"])
 from configs.loader import load
 from selfplay.config import SelfPlayConfig
-from selfplay.gpu import process_env
-actor = process_env(0.45, load(SelfPlayConfig, "configs/chess_gpu.yaml", ["driver_gpu_share=0.5"]))["XLA_CLIENT_MEM_FRACTION"]
+from runtime.gpu_memory import process_env
+cfg = load(SelfPlayConfig, "configs/chess_gpu.yaml", ["driver_gpu_share=0.5"])
+actor = process_env(0.45, cfg.gpu_memory, cfg.driver_gpu_share)["XLA_CLIENT_MEM_FRACTION"]
 print(code, os.environ["XLA_CLIENT_MEM_FRACTION"], os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"], "pgx" in sys.modules, actor)
 """
     import os
@@ -89,10 +105,10 @@ print(code, os.environ["XLA_CLIENT_MEM_FRACTION"], os.environ["XLA_PYTHON_CLIENT
 def test_out_of_memory_is_one_line_and_other_errors_are_not_swallowed():
     error = RuntimeError("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
                          "trying to allocate 123456 bytes.\n  more traceback\n")
-    line = gpu.out_of_memory_line(error, "self-play actor 0", "lower actors.games_per_actor")
+    line = gpu_memory.out_of_memory_line(error, "self-play actor 0", "lower actors.games_per_actor")
     assert line.startswith("self-play actor 0 ran out of GPU memory (") and line.endswith("lower actors.games_per_actor")
     assert "\n" not in line and "RESOURCE_EXHAUSTED" in line
-    assert gpu.out_of_memory_line(ValueError("shapes do not match"), "the learner", "x") is None
+    assert gpu_memory.out_of_memory_line(ValueError("shapes do not match"), "the learner", "x") is None
 
 
 class FakeNvml(types.ModuleType):
@@ -126,7 +142,8 @@ class FakeNvml(types.ModuleType):
 def test_monitor_reads_every_gpu_and_averages_over_time(monkeypatch):
     fake = FakeNvml()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    monitor = gpu.GpuMonitor(interval=0.01)
+    started = time.monotonic()
+    monitor = gpu_monitor.GpuMonitor(interval=0.01)
     assert monitor.available
     deadline = time.monotonic() + 5
     while fake.reads < 20 and time.monotonic() < deadline:
@@ -141,7 +158,11 @@ def test_monitor_reads_every_gpu_and_averages_over_time(monkeypatch):
     assert monitor.mean_busy() == pytest.approx(np.mean(every))
     assert monitor.mean_busy(since=time.monotonic() + 1) is None  # nothing after `since`
     assert monitor.peak_memory_gb() == pytest.approx(2.0)
-    assert gpu.describe(snap).startswith("GPU0 ") and "2.0/80 GiB" in gpu.describe(snap)
+    assert gpu_monitor.describe(snap).startswith("GPU0 ") and "2.0/80 GiB" in gpu_monitor.describe(snap)
+    figures = monitor.figures(since=started)  # the run's summary: every sample since the loop began
+    assert figures.names == ("NVIDIA Fake", "NVIDIA Fake") and figures.busy_mean == pytest.approx(np.mean(every))
+    assert figures.memory_peak_gb == pytest.approx(2.0) and figures.memory_total_gb == pytest.approx(80.0)
+    assert figures.busy_mean_after_first_minute is None  # no sample a minute after the start
 
 
 def test_without_nvml_there_are_no_figures_and_no_error(monkeypatch):
@@ -151,8 +172,9 @@ def test_without_nvml_there_are_no_figures_and_no_error(monkeypatch):
         raise OSError("NVML Shared Library Not Found")
     broken.nvmlInit = fail
     monkeypatch.setitem(sys.modules, "pynvml", broken)
-    monitor = gpu.GpuMonitor(interval=0.01)
+    monitor = gpu_monitor.GpuMonitor(interval=0.01)
     assert not monitor.available and monitor.snapshot() == () and monitor.mean_busy() is None
+    assert monitor.figures(since=0.0) is None
 
 
 def test_train_ratio_counts_this_sessions_samples_per_position():

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from runtime.gpu_memory import process_env
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.evaluation.evaluator import Evaluator
@@ -31,10 +32,9 @@ class EvaluatorHandle:
             ladder(cfg.game, self.cfg.engines)
         except ValueError as e:
             raise RunError(f"evaluation.engines: {e}") from None
-        from selfplay.gpu import process_env
         self.actor = ray.remote(Evaluator).options(
             num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, max_restarts=3,
-            runtime_env={"env_vars": process_env(self.cfg.num_gpus, cfg)},
+            runtime_env={"env_vars": process_env(self.cfg.num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)},
             **placement).remote(str(run_dir), cfg, store)
         try:
             done = ray.get(self.actor.evaluated_steps.remote(), timeout=300)

@@ -1,93 +1,22 @@
-"""The run on GPUs: each process's share of GPU memory, and what the GPUs are doing.
+"""What the GPUs of this node are doing while a run plays: busy % and memory, sampled from a thread.
 
-    env = process_env(num_gpus=0.25, cfg)     # env vars of a Ray actor's JAX (its runtime_env)
-    runtime.gpu_memory.share_driver_gpu(path, overrides)   # this process's, before pgx starts JAX (CLIs)
     monitor = GpuMonitor()                     # samples busy % and memory of every GPU of this node
     monitor.snapshot()                         # [GpuSample] now; monitor.mean_busy(since=t) over time
-
-Memory: JAX preallocates 75% of a GPU in every process, so two processes on one GPU (the run's
-driver, which trains, and an actor) exhaust it and cuBLAS then fails to start. With `gpu_memory:
-share` each process takes a bounded share instead (XLA_CLIENT_MEM_FRACTION), grown on demand: the driver `driver_gpu_share`
-of its GPU, an actor its Ray `num_gpus` fraction of the rest, and a process with no GPU share runs
-JAX on the CPU. `grow` only turns preallocation off (no bound); `preallocate` is JAX's default, for
-processes that each own a GPU. `out_of_memory_line` turns an allocation failure into one line.
+    figures = monitor.figures(since=started)   # GpuFigures of a session's loop (stops the monitor)
+    describe(monitor.snapshot())               # 'GPU 87% 12.3/79.6 GiB', for the progress line
 
 Busy % is NVML's utilisation (the share of the last sample period in which a kernel ran), read
-through nvidia-ml-py (pynvml); no NVML (no NVIDIA driver) means no figures, not an error.
+through nvidia-ml-py (pynvml); no NVML (no NVIDIA driver) means no figures, not an error. Each
+process's share of GPU memory is runtime/gpu_memory.py's.
 """
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-from runtime.gpu_memory import HEADROOM, gpu_memory_env
 from selfplay.messages import GpuFigures
-
-if TYPE_CHECKING:
-    from selfplay.config import SelfPlayConfig
-
-
-def memory_fraction(num_gpus: float, cfg: "SelfPlayConfig") -> float:
-    """The fraction of its GPU's memory a Ray actor with `num_gpus` may allocate (gpu_memory: share)."""
-    return round(min(num_gpus, 1.0) * (1.0 - cfg.driver_gpu_share) * HEADROOM, 4)
-
-
-def process_env(num_gpus: float, cfg: "SelfPlayConfig") -> dict[str, str]:
-    """Environment variables for a Ray actor's JAX (its runtime_env): CPU only without a GPU share
-    (importing pgx would otherwise start a GPU backend in it); else its bounded share (share), no
-    preallocation (grow) or JAX's default (preallocate)."""
-    if num_gpus <= 0:
-        return {"JAX_PLATFORMS": "cpu"}
-    return gpu_memory_env(memory_fraction(num_gpus, cfg), cfg.gpu_memory)
-
-
-def driver_env(cfg: "SelfPlayConfig") -> dict[str, str]:
-    """What the driver (selfplay.py's process, where a local learner trains) gets: `driver_gpu_share`.
-    Set by runtime.gpu_memory.share_driver_gpu before pgx is imported (pgx starts JAX's backend)."""
-    return gpu_memory_env(cfg.driver_gpu_share * HEADROOM, cfg.gpu_memory)
-
-
-def shares_line(cfg: "SelfPlayConfig") -> str:
-    """One line saying what each process may take of its GPU's memory."""
-    if cfg.gpu_memory != "share":
-        return f"GPU memory: gpu_memory={cfg.gpu_memory} (no bound per process)"
-    parts = [f"this process (driver{' and learner' if cfg.learner.placement == 'driver' else ''}) "
-             f"{100 * cfg.driver_gpu_share * HEADROOM:.0f}%"]
-    if cfg.actors.num_gpus:
-        parts.append(f"each self-play actor {100 * memory_fraction(cfg.actors.num_gpus, cfg):.0f}%")
-    if cfg.learner.placement == "actor" and cfg.learner.num_gpus:
-        parts.append(f"the learner {100 * memory_fraction(cfg.learner.num_gpus, cfg):.0f}%")
-    if cfg.evaluation.enabled and cfg.evaluation.num_gpus:
-        parts.append(f"the evaluator {100 * memory_fraction(cfg.evaluation.num_gpus, cfg):.0f}%")
-    return "GPU memory (of its GPU, at most): " + ", ".join(parts)
-
-
-def local_gpu_count() -> int:
-    """GPUs a local Ray would offer this machine's actors: CUDA_VISIBLE_DEVICES's list where it is
-    set, else NVIDIA's device count (0 without an NVIDIA driver)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        return int(pynvml.nvmlDeviceGetCount())
-    except Exception:
-        return 0
-
-
-def out_of_memory_line(error: BaseException, who: str, fix: str) -> Optional[str]:
-    """One line for a GPU allocation failure inside `who` (an actor, the learner); None for
-    any other error."""
-    text = str(error)
-    if "RESOURCE_EXHAUSTED" not in text and "Out of memory" not in text and "out of memory" not in text:
-        return None
-    found = next((line.strip() for line in text.splitlines() if "RESOURCE_EXHAUSTED" in line
-                  or "ut of memory" in line), "")[:160]
-    return f"{who} ran out of GPU memory ({found}): {fix}"
 
 
 @dataclasses.dataclass(frozen=True)
