@@ -138,9 +138,9 @@ def sown(intermediates: Any, name: str) -> jax.Array | None:
 
 
 def batch_figures(batch: Batch, step: jax.Array) -> dict[str, jax.Array]:
-    """What the batch trains on: trained_<ending> (share of its positions from games that ended so)
-    and sample_age (mean of `step` minus the version that played each position); {} for batches
-    without `ending` / `version`."""
+    """What the batch trains on: trained_<ending> (share of its positions from games that ended so;
+    anchor boards count in none) and sample_age (mean of `step` minus the version that played each
+    self-play position); {} for batches without `ending` / `version`."""
     figures = {}
     ending = getattr(batch, "ending", None)
     if ending is not None:
@@ -149,7 +149,10 @@ def batch_figures(batch: Batch, step: jax.Array) -> dict[str, jax.Array]:
             figures[f"trained_{name}"] = jnp.mean((ending == i).astype(jnp.float32))
     version = getattr(batch, "version", None)
     if version is not None:
-        figures["sample_age"] = jnp.mean((step - jnp.asarray(version)).astype(jnp.float32))
+        age = (step - jnp.asarray(version)).astype(jnp.float32)
+        # anchor boards (ending < 0, replay/anchor.py) were played by no network: not in the age
+        played = jnp.ones_like(age) if ending is None else (ending >= 0).astype(jnp.float32)
+        figures["sample_age"] = jnp.sum(age * played) / jnp.maximum(jnp.sum(played), 1.0)
     return figures
 
 

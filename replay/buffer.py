@@ -27,6 +27,7 @@ from typing import Iterator
 import numpy as np
 
 from replay import chunks
+from replay.anchor import AnchorSet, anchor_rows, mix
 from replay.config import ReplayConfig
 from replay.messages import ReplayStats, TrainingBatch
 from replay.record import GameRecord, RecordError, SchemaError, decode, encode
@@ -71,6 +72,7 @@ class ReplayBuffer:
         self._recent: collections.deque[GameRecord] = collections.deque(maxlen=RECENT_GAMES)
         self._writer: chunks.ChunkWriter | None = None
         self._closed = False  # after close() no game is written: the run's totals are final
+        self._anchor: AnchorSet | None = None  # oracle boards mixed into samples (set_anchor)
         if reload:
             self.reload()
 
@@ -149,9 +151,25 @@ class ReplayBuffer:
         games.packing.PackedObservation (bits [B, nbytes] uint8, values [B, P] float32) that the
         learner unpacks on its device; legal_actions [B, W] int32 (-1 pads), policy [B, W] float32,
         z [B] float32 outcome for the side to move, q [B] float32 the search's root value there.
+        With anchor boards (`set_anchor`), the last replay.anchor_fraction of the rows are theirs.
         `unpack`: plain observations [B, *obs_shape] (unpacked here, on the host) in every case.
         """
-        return self._window.sample(np.random.default_rng(seed), batch_size, unpack)
+        rng = np.random.default_rng(seed)
+        k = anchor_rows(batch_size, self.config.anchor_fraction) if self._anchor is not None else 0
+        batch = self._window.sample(rng, batch_size - k, unpack)
+        if k == 0:
+            return batch
+        return mix(batch, self._anchor.sample(k, rng), self._window.obs_shape)
+
+    def set_anchor(self, anchor: AnchorSet) -> None:
+        """Mixes `anchor`'s boards into every sample from now on (replay.anchor_fraction of each;
+        the run calls it once, before training)."""
+        if not self.config.anchor_fraction:
+            raise ValueError("set_anchor needs replay.anchor_fraction > 0")
+        if anchor.legal_actions.shape[1] != self.max_legal_actions:
+            raise ValueError(f"anchor boards have {anchor.legal_actions.shape[1]} move slots, this game "
+                             f"{self.max_legal_actions}")
+        self._anchor = anchor
 
     def stats(self) -> ReplayStats:
         """Totals, window size and the figures of recent games (for progress display and TensorBoard)."""
