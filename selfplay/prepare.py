@@ -23,6 +23,7 @@ import models
 from configs.loader import ConfigError, to_dict, upgrade
 from learner.train import TrainState, init_train_state
 from models import network_dir
+from replay.anchor import AnchorSet
 from replay.record import RecordError, SchemaError
 from runtime.gpu_memory import local_gpu_count, shares_line
 from selfplay.config import SelfPlayConfig
@@ -184,3 +185,21 @@ def reload_replay(replay, run_dir: Path) -> ReplayStats:
               f"{run_dir / 'replay' / 'quarantine'}/, the intact games kept (--set replay.strict=true stops instead)",
               file=sys.stderr)
     return stats
+
+
+def anchor_set(cfg: SelfPlayConfig, game) -> AnchorSet:
+    """replay.anchor_records' first replay.anchor_boards training boards (distill's records: the best
+    move one-hot, the oracle's value), as the replay buffer mixes them in; a bad directory is one line."""
+    from distill.config import DataConfig
+    from distill.records import RecordStore
+    from distill.warm_start import load_boards
+    r = cfg.replay
+    try:
+        store = RecordStore(r.anchor_records)
+        rows = store.split("train", DataConfig().test_fraction)[:r.anchor_boards]  # distill's held-out games stay out
+        boards = load_boards(store, rows, game.spec.max_legal_actions, temperature=0.0)
+    except (FileNotFoundError, ValueError) as e:
+        raise RunError(f"replay.anchor_records {r.anchor_records}: {e}") from None
+    print(f"anchor boards: {len(boards):,} from {r.anchor_records}, {r.anchor_fraction:.0%} of every batch",
+          flush=True)
+    return AnchorSet.of(boards.observation, boards.legal_actions, boards.policy, boards.z)

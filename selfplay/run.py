@@ -139,7 +139,10 @@ class _Session:
         self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, runtime_env=cpu_only, name=names["replay"],
                                                        **cluster.on_this_node()).remote(
             str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions, reload=False)
-        return prepare.reload_replay(self.replay, run_dir)
+        stats = prepare.reload_replay(self.replay, run_dir)
+        if cfg.replay.anchor_fraction:
+            ray.get(self.replay.set_anchor.remote(prepare.anchor_set(cfg, game)))
+        return stats
 
     def run(self) -> RunSummary:
         self.state.started = time.monotonic()

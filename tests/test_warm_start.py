@@ -178,3 +178,32 @@ def test_selfplay_set_trains_a_chessformer_student(tmp_path):
     board = chess.Board(BOARDS[0][0])
     move, _ = agent.select(board)
     assert move in board.legal_moves
+
+
+def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
+    """replay.anchor_records: the run reads the train split's boards (best move one-hot, the oracle's
+    value), packed exactly as the replay buffer mixes them in; a bad directory or a history-reading
+    network is one line."""
+    from games import packing
+    from selfplay.prepare import anchor_set
+    _records(tmp_path / "rec", copies=3)
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    cfg = load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'rec'}",
+                                                            "replay.anchor_fraction=0.25", "network.history=false"])
+    game = games.make("chess")
+    anchor = anchor_set(cfg, game)
+    store = RecordStore(tmp_path / "rec")
+    train = store.split("train", 0.05)
+    assert len(anchor) == len(train) and 0 < len(train) <= 12
+    expected = load_boards(store, train, game.spec.max_legal_actions, 0.0)
+    np.testing.assert_array_equal(packing.unpack(anchor.observation, game.spec.observation_shape, np.float32),
+                                  expected.observation.astype(np.float32))
+    np.testing.assert_array_equal(anchor.policy, expected.policy)
+    np.testing.assert_allclose(anchor.z, 0.9)
+    bad = load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'none'}",
+                                                            "replay.anchor_fraction=0.25", "network.history=false"])
+    with pytest.raises(RunError, match="replay.anchor_records .*none"):
+        anchor_set(bad, game)
+    with pytest.raises(ValueError, match="network.history=false"):
+        load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'rec'}",
+                                                          "replay.anchor_fraction=0.25"])
