@@ -29,7 +29,7 @@ from selfplay.messages import EvalReport, LearnerFigures, PlayReport, ReplayStat
 def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = None) -> str:
     """The value head's figures and what the learner trains on (docs/selfplay.md#value-health):
     "value std 0.21 (350% of start), 48% active, explained 0.31; trained won/resigned/capped/drawn
-    40/10/30/20%, age 35 steps"; "" before the first step."""
+    40/10/30/20%, age 35 steps" (with anchor boards: "30/10/20/15% + anchor 25%"); "" before the first step."""
     if m is None or m.value_std is None:
         return ""
     text = f"value std {m.value_std:.2g}"
@@ -42,6 +42,9 @@ def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = No
     if m.trained_won_by_rules is not None:
         shares = (m.trained_won_by_rules, m.trained_resigned, m.trained_capped, m.trained_drawn_by_rules)
         text += "; trained won/resigned/capped/drawn " + "/".join(f"{100 * x:.0f}" for x in shares) + "%"
+        anchor = 1.0 - sum(shares)  # the rest are anchor boards (replay.anchor_fraction)
+        if anchor > 0.005:
+            text += f" + anchor {100 * anchor:.0f}%"
     if m.sample_age is not None:
         text += f", age {m.sample_age:.0f} steps"
     return text

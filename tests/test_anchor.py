@@ -97,3 +97,14 @@ def test_sample_age_leaves_anchor_rows_out():
     figures = batch_figures(batch, jnp.int32(100))
     assert float(figures["sample_age"]) == pytest.approx(20.0)  # (10 + 30) / 2, not (10 + 30 + 200) / 4
     assert float(figures["trained_won_by_rules"]) == 0.25 and float(figures["trained_capped"]) == 0.25
+
+
+def test_the_progress_line_names_the_anchor_share():
+    import types
+
+    from selfplay.progress import health_text
+    m = types.SimpleNamespace(value_std=0.2, value_active=0.5, value_explained=0.3, trained_won_by_rules=0.3,
+                              trained_resigned=0.1, trained_capped=0.2, trained_drawn_by_rules=0.15, sample_age=12.0)
+    assert health_text(m).endswith("trained won/resigned/capped/drawn 30/10/20/15% + anchor 25%, age 12 steps")
+    m.trained_drawn_by_rules = 0.4  # no anchor boards: the shares sum to 1
+    assert "anchor" not in health_text(m) and "30/10/20/40%, age 12" in health_text(m)
