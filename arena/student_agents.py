@@ -124,17 +124,16 @@ class StudentAgent(Agent):
 
     def _board_values(self, boards: list[chess.Board]) -> np.ndarray:
         """[N] expected win probability of each board for its side to move (SV)."""
-        from arena.winprob import expected_bin_value
+        from games import winprob
         if self.family == "searchless":
             logprobs = self._searchless(self._tokens([b.fen() for b in boards]))
-            return np.asarray(expected_bin_value(logprobs))
+            return np.asarray(winprob.expected_bin_value(logprobs))
         return self._chessformer(boards)[1]
 
     def move_scores(self, board: chess.Board) -> tuple[list[chess.Move], np.ndarray]:
         """Every legal move and the network's score of it (AV/SV: win probability; BC:
         log-probability), before the repetition fix and temperature."""
-        from arena.winprob import expected_bin_value
-        from games import uci_vocab
+        from games import uci_vocab, winprob
         moves = list(board.legal_moves)
         if not moves:
             raise ValueError(f"no legal move in {board.fen()}")
@@ -142,7 +141,7 @@ class StudentAgent(Agent):
         if self.target == "av":
             tokens = np.repeat(self._tokens([board.fen()]), len(moves), 0)
             logprobs = self._searchless(np.concatenate([tokens, ids[:, None]], 1))
-            return moves, np.asarray(expected_bin_value(logprobs))
+            return moves, np.asarray(winprob.expected_bin_value(logprobs))
         if self.target == "av_all":
             return moves, expit(self._move_logits(board)[ids].astype(np.float64))
         if self.target == "bc":

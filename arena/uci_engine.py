@@ -17,7 +17,7 @@ from typing import Callable
 import chess
 
 from arena.agent import Agent, Limit
-from arena.winprob import cp_from_value
+from games import winprob
 
 ENGINE_NAME = "zerochess"
 MOVE_OVERHEAD = 0.03  # seconds kept back from every time budget for I/O and the GUI
@@ -110,7 +110,7 @@ def info_line(info: dict, elapsed: float) -> str:
     elif "score_cp" in info:
         parts.append(f"score cp {int(info['score_cp'])}")
     elif "value" in info:
-        parts.append(f"score cp {cp_from_value(info['value'])}")
+        parts.append(f"score cp {winprob.cp_from_value(info['value'])}")
     if pv:
         parts.append("pv " + " ".join(m.uci() for m in pv))
     return "info " + " ".join(parts)

@@ -18,7 +18,7 @@ import chess
 import chess.engine
 
 from arena.engine_agent import find_stockfish
-from arena.winprob import score_to_win_prob
+from games import winprob
 
 
 class MultiPVEngine:
@@ -119,7 +119,7 @@ def move_values(engine: MultiPVEngine, board: chess.Board, nodes_per_move: int =
     if not moves:
         raise ValueError(f"board has no legal move: {board.fen()}")
     scores = engine.scores(board, len(moves), board_limit(len(moves), nodes_per_move, time_per_move))
-    values = {uci: score_to_win_prob(score) for uci, score in scores.items()}
+    values = {uci: winprob.score_to_win_prob(score) for uci, score in scores.items()}
     for move in moves:
         if move.uci() not in values:
             board.push(move)
@@ -128,6 +128,6 @@ def move_values(engine: MultiPVEngine, board: chess.Board, nodes_per_move: int =
                 values[move.uci()] = 0.5 if outcome.winner is None else 1.0
             else:
                 (score,) = engine.scores(board, 1, board_limit(1, nodes_per_move, time_per_move)).values()
-                values[move.uci()] = 1.0 - score_to_win_prob(score)
+                values[move.uci()] = 1.0 - winprob.score_to_win_prob(score)
             board.pop()
     return {m.uci(): values[m.uci()] for m in moves}

@@ -1,7 +1,7 @@
 """Losses of the targets: value bins by cross entropy (one-hot or HL-Gauss) or L2, BC by CE, AV-all
 by binary cross entropy of each legal move's win probability (averaged over a board's moves).
 
-The value bins (targets, expected value) are arena.winprob's: one definition for training and play.
+The value bins (targets, expected value) are games.winprob's: one definition for training and play.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from arena.winprob import bin_targets, expected_bin_value
 from distill.student import StudentOutput
+from games import winprob
 
 
 def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str,
@@ -29,8 +29,8 @@ def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str,
     if pred.value is not None:  # a student with a scalar value head (Chessformer SV)
         return jnp.mean((pred.value - batch["value"]) ** 2)
     if kind == "l2":
-        return jnp.mean((expected_bin_value(pred.logprobs) - batch["value"]) ** 2)
-    targets = bin_targets(batch["value"], pred.logprobs.shape[-1], kind)
+        return jnp.mean((winprob.expected_bin_value(pred.logprobs) - batch["value"]) ** 2)
+    targets = winprob.bin_targets(batch["value"], pred.logprobs.shape[-1], kind)
     return -jnp.mean(jnp.sum(targets * pred.logprobs, -1))
 
 

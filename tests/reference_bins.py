@@ -1,5 +1,5 @@
 """Reference for the tests: win probabilities <-> K uniform value bins in numpy, written
-independently of the library's JAX version (arena/winprob.py), which the tests compare to it.
+independently of the library's JAX version (games/winprob.py), which the tests compare to it.
 
 Bin i covers [i/K, (i+1)/K) (the last bin includes 1.0); its value is the centre (i + 0.5)/K.
 Targets: one-hot on the bin (the paper's main setting) or a Gaussian histogram (HL-Gauss, optional).

@@ -4,8 +4,8 @@ import chess.engine
 import pytest
 
 from arena.engine_agent import open_uci
-from arena.winprob import score_to_win_prob
 from distill import engine as engine_lib
+from games.winprob import score_to_win_prob
 
 FENS = [
     chess.STARTING_FEN,

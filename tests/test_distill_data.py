@@ -1,7 +1,7 @@
 """distill data layer: win% formula, value bins, samplers, record shards (hand-computed references).
 
 The value bins are checked by hand on the numpy reference (tests/reference_bins.py), and the
-library's JAX bins (arena/winprob.py) against that reference."""
+library's JAX bins (games/winprob.py) against that reference."""
 
 import chess
 import chess.engine
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import reference_bins as bins
-from arena import winprob
 from distill import boards, records
+from games import winprob
 
 
 def test_win_prob_matches_hand_computed_values():

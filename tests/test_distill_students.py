@@ -11,12 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from arena import make_agent, winprob
+from arena import make_agent
 from arena.student_agents import completes_threefold
 from arena.suites.puzzles import Puzzle, solve_puzzle
 from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
 from distill.evaluate import action_metrics, evaluate, puzzle_metrics
+from games import winprob
 from models import network_dir
 from models.network import make_student
 from runtime import signals

@@ -12,7 +12,7 @@ import pytest
 
 from arena import Agent, make_agent
 from arena.uci_engine import UciEngine, UciError, info_line, parse_go, parse_position, time_budget
-from arena.winprob import WIN_PROB_SLOPE, cp_from_value, value_from_cp
+from games.winprob import WIN_PROB_SLOPE, cp_from_value, value_from_cp
 
 ROOT = Path(__file__).resolve().parent.parent
 UCI = [sys.executable, str(ROOT / "uci.py")]
