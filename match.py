@@ -6,7 +6,7 @@
     python match.py --config configs/match.yaml --set games=100 rules.max_plies=300 sprt.elo1=10
     python match.py --suite puzzles,wac,sts --limit 200 random "stockfish:skill=0" "mcts:net=runs/x/network"
 
-Settings are arena.match.MatchConfig, loaded from `--config` YAML, then the flags below (shortcuts),
+Settings are arena.play.match.MatchConfig, loaded from `--config` YAML, then the flags below (shortcuts),
 then dotted `--set KEY=VALUE` overrides; positional agent specs replace `players`.
 Writes every game to <out>/games.pgn as it finishes and the results to <out>/results.json, and
 prints the score, Elo with 95% intervals and (for 3+ players) BayesElo-style ratings.
@@ -30,7 +30,7 @@ NETWORK_KINDS = ("mcts", "policy", "av", "sv", "bc")  # specs whose agents run J
 
 def _book_path(name: str | None) -> str | None:
     """A book path, or a file name under the data dir's openings/ (e.g. '2moves_v1.epd')."""
-    from arena.openings import book_path
+    from arena.play.openings import book_path
     return None if name is None else str(book_path(name))
 
 
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "policy:net=DIR | av:/sv:/bc:net=DIR  (each also takes name=...; "
                                        "DIR is a network directory)")
     p.add_argument("players", nargs="*", help="agent specs (2: a match, 3+: a round robin)")
-    p.add_argument("--config", help="match config YAML (arena.match.MatchConfig), e.g. configs/match.yaml")
+    p.add_argument("--config", help="match config YAML (arena.play.match.MatchConfig), e.g. configs/match.yaml")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="dotted config overrides, e.g. --set games=100 rules.max_plies=300 (repeatable)")
     p.add_argument("--games", type=int, help="games per pairing (even: both colours; default 10)")
@@ -97,7 +97,7 @@ def run_suites(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from arena.agent import Limit
+    from arena.agents.agent import Limit
     from arena.suites import render_table, run_suite
 
     players = list(args.players)
@@ -122,7 +122,7 @@ def load_config(args: argparse.Namespace):
     JSON paths under --out (or runs/match/<time>) unless the config names them."""
     import dataclasses
 
-    from arena.match import MatchConfig
+    from arena.play.match import MatchConfig
     from configs.loader import load
 
     extra: dict = {}
@@ -193,7 +193,7 @@ def print_summary(summary: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from arena.match import run_match
+    from arena.play.match import run_match
     from configs.loader import ConfigError
     if args.suite:
         if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in args.players):

@@ -19,8 +19,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="agent spec, e.g. 'mcts:net=DIR,sims=800' (DIR: a network directory)")
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from arena.spec import make_agent
-    from arena.uci_engine import UciEngine
+    from arena.agents.spec import make_agent
+    from arena.play.uci import UciEngine
     try:
         if args.agent.strip().lower().startswith(("mcts", "policy", "av", "sv", "bc")):
             from runtime.jax_cache import enable_compilation_cache

@@ -5,7 +5,7 @@
 
 Measures, after compilation: the MCTS agent's seconds per move from the initial position onwards
 (one position at a time, as match.py and uci.py play), the policy agent's seconds per move, and
-random-vs-random / Stockfish-skill-0-vs-random games per second through arena.play (python-chess
+random-vs-random / Stockfish-skill-0-vs-random games per second through arena.play.game (python-chess
 rules and PGN, no network). Prints ONE JSON object.
 """
 from __future__ import annotations
@@ -52,8 +52,8 @@ def _seconds_per_move(agent, moves: int) -> tuple[float, float]:
 
 def _games_per_second(white_spec: str, black_spec: str, games: int) -> float:
     from arena import make_agent
-    from arena.openings import START
-    from arena.play import play_game
+    from arena.play.game import play_game
+    from arena.play.openings import START
     with make_agent(white_spec) as white, make_agent(black_spec) as black:
         t0 = time.perf_counter()
         for _ in range(games):

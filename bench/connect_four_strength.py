@@ -1,5 +1,5 @@
 """Strength of a connect-four self-play run: win rate against a random player and a depth-limited
-alpha-beta player (arena/board_players.py), as either colour. Prints ONE JSON object.
+alpha-beta player (arena/batched/board_players.py), as either colour. Prints ONE JSON object.
 
     .venv/bin/python selfplay.py --config configs/connect_four.yaml --set max_minutes=20
     .venv/bin/python bench/connect_four_strength.py --run runs/connect_four --depth 4
@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
-from arena.board_players import alphabeta_move  # noqa: E402
+from arena.batched.board_players import alphabeta_move  # noqa: E402
 from configs.loader import load  # noqa: E402
 from search import make_search  # noqa: E402
 from selfplay.config import SelfPlayConfig  # noqa: E402

@@ -25,7 +25,7 @@ import jax.numpy as jnp  # noqa: E402
 import games  # noqa: E402
 import models  # noqa: E402
 import search  # noqa: E402
-from arena.mate_puzzles import load_mate_puzzles, search_mover, solve_mate_puzzles  # noqa: E402
+from arena.batched.mate_puzzles import load_mate_puzzles, search_mover, solve_mate_puzzles  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")

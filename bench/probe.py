@@ -1,4 +1,4 @@
-"""The probe set (arena/probe.py) for networks and the searches they can play with, as JSON.
+"""The probe set (arena/batched/probe.py) for networks and the searches they can play with, as JSON.
 
     .venv/bin/python bench/probe.py --net networks/chess_cpu_60min                # recorded search only
     .venv/bin/python bench/probe.py --net A --net B --sims 64 --grid              # every Q transform
@@ -51,7 +51,7 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
     import models
     import search as search_lib
     from arena import probe as probe_lib
-    from arena.network_agents import search_config
+    from arena.agents.network import search_config
     network = models.load_evaluation(net_dir)
     apply = network.evaluate
     report = probe_lib.probe_network(probe, apply, network.variables)
@@ -61,7 +61,7 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
     for name, keys in variants.items():
         cfg = search_config(network.metadata, {**keys, "num_simulations": sims}, f"network directory {net_dir}")
         fn = search_lib.make_search(game, apply, cfg)
-        from arena.mate_puzzles import search_mover
+        from arena.batched.mate_puzzles import search_mover
         start = time.perf_counter()
         actions = probe_lib.mover_actions(probe, search_mover(fn, network.variables))
         score = probe.score(actions)
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", action="store_true", help="the Q transforms and value scales of GRID")
     parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
     args = parser.parse_args(argv)
-    from arena.probe import ProbeSet
+    from arena.batched.probe import ProbeSet
     variants = dict(GRID) if args.grid else {"recorded": {}}
     variants.update({text: parse_keys(text) for text in args.search})
     start = time.perf_counter()

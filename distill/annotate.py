@@ -19,7 +19,7 @@ from typing import Iterable
 import chess
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from arena.engine_agent import find_stockfish
+from arena.agents.engine import find_stockfish
 from distill import boards as boards_lib
 from distill import engine as engine_lib
 from distill.records import ShardWriter, build_index, iter_records

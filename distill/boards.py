@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 import chess
 import chess.pgn
 
-from arena.openings import parse_epd  # EPD or full-FEN lines, as match.py's books read them
+from arena.play.openings import parse_epd  # EPD or full-FEN lines, as match.py's books read them
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ Sampler = Literal["unique", "weighted"]
 @dataclasses.dataclass(frozen=True)
 class AnnotateConfig:
     # PGNs, relative to the data dir (games/lichess_100_games_with_evals.pgn is the probe set's:
-    # arena/probe.py, never trained on)
+    # arena/batched/probe.py, never trained on)
     pgn: tuple[str, ...] = ("games/lichess_user_export_3970.pgn", "games/tcec_superfinals_s10-s13_400.pgn")
     # more boards: EPD files (opening books: each position) and Lichess puzzle CSVs (each board along
     # the solution; puzzles of evaluate.puzzles are left out so the student is not tested on them)
@@ -30,7 +30,7 @@ class AnnotateConfig:
     workers: int = 0  # Stockfish processes, one thread each (0: one per core, os.cpu_count())
     nodes_per_move: int = 500  # search nodes per legal move (0: use time_per_move)
     time_per_move: float = 0.0  # seconds per legal move (the paper: 0.05) when nodes_per_move is 0
-    engine: str = ""  # Stockfish binary ("": $STOCKFISH_BIN, PATH, /usr/games/stockfish; see arena.engine_agent)
+    engine: str = ""  # Stockfish binary ("": $STOCKFISH_BIN, PATH, /usr/games/stockfish; see arena.agents.engine)
     shard_size: int = 10_000  # records per msgpack shard
 
     def __post_init__(self):

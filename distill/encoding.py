@@ -1,7 +1,7 @@
 """Student inputs and action ids, from games/ (77-token FEN, 1968-move vocabulary, 64x112 squares).
 
 The one place distill/ touches the encodings (datasets, trainer); the students play through
-arena/student_agents.py, which calls the same games/ encoders.
+arena/agents/student.py, which calls the same games/ encoders.
 """
 from __future__ import annotations
 

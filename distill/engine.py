@@ -17,7 +17,7 @@ import subprocess
 import chess
 import chess.engine
 
-from arena.engine_agent import find_stockfish
+from arena.agents.engine import find_stockfish
 from games import winprob
 
 
@@ -96,7 +96,7 @@ def _parse_info(board: chess.Board, line: str) -> tuple[str, chess.engine.Score]
 
 
 def open_engine(path: str = "", threads: int = 1, hash_mb: int = 16) -> MultiPVEngine:
-    """Starts Stockfish (`path`, or wherever `arena.engine_agent.find_stockfish` finds it)."""
+    """Starts Stockfish (`path`, or wherever `arena.agents.engine.find_stockfish` finds it)."""
     return MultiPVEngine(path, threads, hash_mb)
 
 

@@ -85,7 +85,7 @@ def make_player(cfg):
     train.out_dir, argmax with the repetition fix) or any agent spec."""
     e = cfg.evaluate
     if e.player == "student":
-        from arena.student_agents import StudentAgent, load_student
+        from arena.agents.student import StudentAgent, load_student
         network, target = load_student(str(student_dir(e.net or cfg.train.out_dir)))
         return StudentAgent(network, target, seed=e.seed)
     from arena import make_agent
@@ -101,7 +101,7 @@ def evaluate(cfg, show_progress: bool = True) -> dict:
     if student:
         net = student_dir(e.net or cfg.train.out_dir)  # fail fast on a missing network directory
     else:
-        from arena.spec import check_agent
+        from arena.agents.spec import check_agent
         check_agent(e.player)  # a bad spec or a missing engine fails before any work
     puzzles = read_puzzles(data_file(e.puzzles), e.max_puzzles) if e.max_puzzles > 0 else []
     records = test_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed)

@@ -14,7 +14,7 @@ import dataclasses
 class Ladder:
     """One game's ladder (`evaluation.engines` overrides its opponents)."""
 
-    # the fixed opponents: arena agent specs (arena/spec.py) where `fen_uci`, else arena/board_players.py
+    # the fixed opponents: arena agent specs (arena/agents/spec.py) where `fen_uci`, else arena/batched/board_players.py
     # specs; () plays random and the earlier networks only
     opponents: tuple[str, ...] = ()
     # positions in FEN, moves in UCI: the ladder's engines play from an opening book's positions

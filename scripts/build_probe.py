@@ -1,4 +1,4 @@
-"""Builds the probe set (arena/probe.py): positions of real games that no annotation source reads,
+"""Builds the probe set (arena/batched/probe.py): positions of real games that no annotation source reads,
 each legal move valued by Stockfish. Run once; the file is committed, so runs need no Stockfish for it.
 
     .venv/bin/python scripts/build_probe.py                       # -> arena/data/probe.jsonl

@@ -7,7 +7,7 @@ Regenerate after changing a config dataclass (a field, its default or the commen
 
 Keys, types and defaults come from `dataclasses.fields` of each CLI's root config (selfplay.py:
 `selfplay.config.SelfPlayConfig`, distill.py: `distill.config.DistillConfig`, match.py:
-`arena.match.MatchConfig`), nested dataclasses as dotted keys; each key's line is the `# comment`
+`arena.play.match.MatchConfig`), nested dataclasses as dotted keys; each key's line is the `# comment`
 beside its field in the source (or the block of comment lines right above it), read with `tokenize`
 and `ast`, so the source stays the one place a key is explained.
 """
@@ -37,7 +37,7 @@ ROOTS = (
     ("distill.py", "distill.config:DistillConfig",
      "`distill.py annotate|train|evaluate|warm-start --config configs/distill_<preset>.yaml --set KEY=VALUE ...` "
      "([distill.md](distill.md))"),
-    ("match.py", "arena.match:MatchConfig",
+    ("match.py", "arena.play.match:MatchConfig",
      "`match.py --config configs/match.yaml --set KEY=VALUE ...`; positional agent specs replace `players` "
      "and the flags are shortcuts for keys ([arena.md](arena.md))"),
 )

@@ -37,7 +37,7 @@ class EvaluationConfig:
     # connect_four "alphabeta:depth=N"; None: the game's default (games/ladders.py)
     engines: Optional[tuple[str, ...]] = None
     mate_puzzles: int = 25  # chess: mateIn1 and mateIn2 puzzles solved by the search and by the raw policy
-    # chess: positions of the probe set (arena/probe.py; at most 500) on which the raw policy and the search
+    # chess: positions of the probe set (arena/batched/probe.py; at most 500) on which the raw policy and the search
     # are compared with Stockfish's best move and the value with its win probability; 0: none
     probe: int = 500
     num_cpus: float = 1.0  # Ray resources of the evaluator actor (a cluster gives it its own)

@@ -59,7 +59,7 @@ class EvalReport:
     policy_elo_upper: Optional[float] = None
     policy_score_vs_random: Optional[float] = None
     scores: tuple[tuple[str, float], ...] = ()  # opponent -> mean points per game (the searched network)
-    # chess, the probe set (arena/probe.py): share of positions where the move is Stockfish's best
+    # chess, the probe set (arena/batched/probe.py): share of positions where the move is Stockfish's best
     # (95% interval), for the raw policy, the search and a random mover; win% lost per move; the
     # value's mean absolute error in win% against Stockfish's, and a constant draw's
     probe_policy: Optional[float] = None

@@ -30,7 +30,7 @@ def book_lines(book: str, game_name: str) -> tuple[np.ndarray, ...]:
 
 
 def _resolve(book: str):
-    from arena.openings import book_path
+    from arena.play.openings import book_path
     try:
         return book_path(book)
     except FileNotFoundError as e:
@@ -38,7 +38,7 @@ def _resolve(book: str):
 
 
 def _lines_of(file) -> list[np.ndarray]:
-    from arena.openings import Book
+    from arena.play.openings import Book
     from games.chess_bridge import ucis_to_pgx_actions
 
     try:

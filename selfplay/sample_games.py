@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arena.play import append_pgn
+from arena.play.game import append_pgn
 from replay.record import decode
 
 

@@ -3,7 +3,7 @@ import chess
 import chess.engine
 import pytest
 
-from arena.engine_agent import open_uci
+from arena.agents.engine import open_uci
 from distill import engine as engine_lib
 from games.winprob import score_to_win_prob
 

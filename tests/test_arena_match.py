@@ -8,10 +8,10 @@ import chess.pgn
 import pytest
 
 from arena import Agent, make_agent
-from arena.match import MatchConfig, run_match
-from arena.openings import START, Book, Opening, pick
-from arena.play import Adjudication, play_game
-from arena.sprt import SprtConfig
+from arena.play.game import Adjudication, play_game
+from arena.play.match import MatchConfig, run_match
+from arena.play.openings import START, Book, Opening, pick
+from arena.ratings.sprt import SprtConfig
 from runtime.data import data_file
 
 BOOK = str(data_file("openings", "8moves_v3.pgn"))

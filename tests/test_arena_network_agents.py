@@ -7,8 +7,8 @@ import pytest
 
 import games
 from arena import SpecError, make_agent
-from arena.openings import Book
-from arena.uci_engine import UciEngine
+from arena.play.openings import Book
+from arena.play.uci import UciEngine
 from games import chess_bridge
 from models import NetworkConfig, ResNetConfig, make_network, network_dir
 from runtime.data import data_file

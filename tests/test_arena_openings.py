@@ -2,7 +2,7 @@
 import chess
 import pytest
 
-from arena.openings import Book, load_book, pick
+from arena.play.openings import Book, load_book, pick
 from runtime.data import data_file
 
 

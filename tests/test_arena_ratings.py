@@ -4,9 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from arena.elo import Z95, elo_from_score, elo_pentanomial, elo_wdl, pentanomial, score_from_elo
-from arena.ratings import GameResult, fit_ratings, simulate_games
-from arena.sprt import SprtConfig, sprt_pentanomial, sprt_wdl
+from arena.ratings.bayeselo import GameResult, fit_ratings, simulate_games
+from arena.ratings.elo import Z95, elo_from_score, elo_pentanomial, elo_wdl, pentanomial, score_from_elo
+from arena.ratings.sprt import SprtConfig, sprt_pentanomial, sprt_wdl
 
 
 def test_elo_from_75_percent_is_190_8():

@@ -5,7 +5,7 @@ import chess
 import pytest
 
 from arena import SpecError, make_agent, parse_spec
-from arena.spec import check_agent
+from arena.agents.spec import check_agent
 
 
 def test_parse_examples():

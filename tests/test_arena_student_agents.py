@@ -1,4 +1,4 @@
-"""Searchless students (arena/student_agents.py) behind the av:/sv:/bc: specs, on tiny untrained nets."""
+"""Searchless students (arena/agents/student.py) behind the av:/sv:/bc: specs, on tiny untrained nets."""
 import chess
 import jax
 import numpy as np

@@ -9,7 +9,7 @@ import chess
 import pytest
 from rich.console import Console
 
-from arena.agent import Agent, Limit
+from arena.agents.agent import Agent, Limit
 from arena.suites import (
     ActionRecord,
     ItemResult,

@@ -1,11 +1,11 @@
-"""Connect-four alpha-beta (arena/board_players.py, bitboards) against a plain numpy minimax written
+"""Connect-four alpha-beta (arena/batched/board_players.py, bitboards) against a plain numpy minimax written
 here: no pruning, cell-by-cell win and window checks. Same heuristic, so the root values must agree."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from arena.board_players import alphabeta_move, alphabeta_scores
+from arena.batched.board_players import alphabeta_move, alphabeta_scores
 
 ROWS, COLS = 6, 7
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (-1, 1))

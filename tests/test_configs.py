@@ -140,7 +140,7 @@ MINUS_ONE_MEANS_SOMETHING = {"actors.resign_threshold", "actors.max_restarts"}
 def test_every_numeric_setting_refuses_minus_one_by_name(cli):
     """Each CLI's config: a negative count, size, rate or weight is one error naming its key, never a
     run that trains away from its target or stops before it starts."""
-    from arena.match import MatchConfig
+    from arena.play.match import MatchConfig
     from distill.config import DistillConfig
     from selfplay.config import SelfPlayConfig
     cls, preset, base = {"selfplay": (SelfPlayConfig, "configs/connect_four.yaml", []),

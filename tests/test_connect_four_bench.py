@@ -14,7 +14,7 @@ import connect_four_strength as bench  # noqa: E402
 import games  # noqa: E402
 import models  # noqa: E402
 import search  # noqa: E402
-from arena.board_players import alphabeta_move  # noqa: E402
+from arena.batched.board_players import alphabeta_move  # noqa: E402
 from models.resnet import ResNetConfig  # noqa: E402
 from search import SearchConfig  # noqa: E402
 

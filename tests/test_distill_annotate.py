@@ -4,7 +4,7 @@ import collections
 import chess
 import pytest
 
-from arena.engine_agent import find_stockfish
+from arena.agents.engine import find_stockfish
 from distill import annotate, boards, records
 
 FENS = [

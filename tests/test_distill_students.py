@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from arena import make_agent
-from arena.student_agents import completes_threefold
+from arena.agents.student import completes_threefold
 from arena.suites.puzzles import Puzzle, solve_puzzle
 from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig

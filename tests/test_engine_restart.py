@@ -13,12 +13,12 @@ import chess
 import chess.pgn
 import pytest
 
-from arena.agent import Agent, Limit
-from arena.engine_agent import EngineDiedError, find_stockfish
-from arena.openings import Opening
-from arena.play import Adjudication, play_game
-from arena.random_agent import RandomAgent
-from arena.spec import make_agent
+from arena.agents.agent import Agent, Limit
+from arena.agents.engine import EngineDiedError, find_stockfish
+from arena.agents.random import RandomAgent
+from arena.agents.spec import make_agent
+from arena.play.game import Adjudication, play_game
+from arena.play.openings import Opening
 from distill import annotate, boards, records
 from distill import engine as engine_lib
 

@@ -16,9 +16,9 @@ import pytest
 
 import games
 from arena import gauntlet
-from arena.board_players import board_mover, parse_player, tic_tac_toe_value
-from arena.ratings import GameResult, fit_ratings
-from arena.spec import make_agent
+from arena.agents.spec import make_agent
+from arena.batched.board_players import board_mover, parse_player, tic_tac_toe_value
+from arena.ratings.bayeselo import GameResult, fit_ratings
 from games import chess_bridge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ OPENINGS = ["rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
 
 @functools.lru_cache(maxsize=None)
 def reference_value(mine: frozenset, theirs: frozenset) -> int:
-    """Negamax of tic-tac-toe written independently of arena/board_players.py."""
+    """Negamax of tic-tac-toe written independently of arena/batched/board_players.py."""
     if any(all(c in theirs for c in line) for line in LINES):
         return -1
     empty = [c for c in range(9) if c not in mine | theirs]
@@ -194,7 +194,7 @@ def test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve(tmp_path):
 def test_anchor_labels_join_anchors_rated_alike():
     """The progress picture labels each fixed opponent once; anchors the fit rates alike (alpha-beta
     depths 2 and 4 both at +569 in a connect-four run) share one line instead of overprinting."""
-    from arena.ratings import PlayerRating
+    from arena.ratings.bayeselo import PlayerRating
     from selfplay.evaluation.plot import anchor_labels
     rated = lambda name, r: PlayerRating(name, r, r - 100, r + 100, 100, 0.5)
     players = [rated("step-1000", 560.0), rated("policy-step-1000", 300.0), rated("random", 0.0), rated("alphabeta:depth=4", 568.5),
@@ -232,7 +232,7 @@ def test_the_evaluator_searches_a_network_as_the_arena_plays_it(tmp_path):
     SearchConfig equals the arena agent's, built from the metadata the evaluator saved with the
     network, for a self-play search unlike play in every field for_play sets (noise, sampling, tree
     reuse, root-only forced results)."""
-    from arena.network_agents import search_config
+    from arena.agents.network import search_config
     from configs.loader import load
     from models import network_dir
     from selfplay.config import SelfPlayConfig

@@ -1,4 +1,4 @@
-"""The probe set (arena/probe.py): its file, its replayed states and its figures against hand-computed cases."""
+"""The probe set (arena/batched/probe.py): its file, its replayed states and its figures against hand-computed cases."""
 from __future__ import annotations
 
 import chess
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from arena import probe as probe_lib
-from arena.probe import ProbePosition, ProbeSet
+from arena.batched.probe import ProbePosition, ProbeSet
 from games import chess_bridge
 
 START = chess.STARTING_FEN

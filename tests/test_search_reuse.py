@@ -179,7 +179,7 @@ def test_match_play_searches_each_position_afresh():
     """A network trained with tree reuse records it in its search config: an arena agent searches the
     position it is given, so it plays with reuse off (the in-run evaluator plays the same config:
     tests/test_evaluation.py)."""
-    from arena.network_agents import search_config
+    from arena.agents.network import search_config
     recorded = {"search": {"policy": "gumbel", "num_simulations": 24, "reuse_tree": True}}
     played = search_config(recorded)
     assert played.reuse_tree is False and played.num_simulations == 24

@@ -16,7 +16,7 @@ from local_actor import tic_tac_toe_actor
 import games
 from actors.config import ActorConfig
 from actors.selfplay_actor import SelfPlayActor
-from arena.openings import Book, book_path
+from arena.play.openings import Book, book_path
 from configs.loader import ConfigError, load
 from games.chess_bridge import actions_to_board
 from selfplay.config import SelfPlayConfig

@@ -11,7 +11,7 @@ import chess.engine
 import pytest
 
 from arena import Agent, make_agent
-from arena.uci_engine import UciEngine, UciError, info_line, parse_go, parse_position, time_budget
+from arena.play.uci import UciEngine, UciError, info_line, parse_go, parse_position, time_budget
 from games.winprob import WIN_PROB_SLOPE, cp_from_value, value_from_cp
 
 ROOT = Path(__file__).resolve().parent.parent

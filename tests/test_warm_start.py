@@ -8,7 +8,7 @@ import pytest
 
 import games
 import models
-from arena.spec import make_agent
+from arena.agents.spec import make_agent
 from configs.loader import load, to_dict
 from distill.config import DistillConfig
 from distill.records import RecordStore, ShardWriter

@@ -23,9 +23,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import chess
 import numpy as np
-from scipy.stats import kendalltau
 
-from arena.agent import Agent, Limit
+from arena.agents.agent import Agent, Limit
 from arena.suites.common import new_position, select
 from arena.suites.report import ItemResult
 
@@ -87,6 +86,9 @@ def board_metrics(scores: Mapping[str, float], values: Mapping[str, float],
     correct = bool(v[int(np.argmax(s))] >= v.max() - 1e-9)
     tau = None
     if np.ptp(v) > 0 and np.ptp(s) > 0:
+        from scipy.stats import (
+            kendalltau,  # here, not at the top: scipy.stats takes ~1 s to import (arena's face loads this module)
+        )
         tau = float(kendalltau(s, v).statistic)
     return correct, tau
 

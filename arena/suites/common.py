@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import chess
 
-from arena.agent import Limit
+from arena.agents.agent import Limit
 
 
 def new_position(agent) -> None:

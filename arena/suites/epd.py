@@ -15,7 +15,7 @@ from pathlib import Path
 
 import chess
 
-from arena.agent import Agent, Limit
+from arena.agents.agent import Agent, Limit
 from arena.suites.common import new_position, select
 from arena.suites.report import ItemResult
 

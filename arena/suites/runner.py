@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from arena.agent import Agent, Limit
+from arena.agents.agent import Agent, Limit
 from arena.suites.actions import ActionRecord, read_records, solve_action
 from arena.suites.epd import EpdPosition, read_epd, solve_epd
 from arena.suites.puzzles import Puzzle, rating_band, read_puzzles, solve_puzzle
@@ -165,7 +165,7 @@ def run_suite(agent_spec: str, suite: str | Path, limit: int | None = None, work
               on_item: Callable[[int, ItemResult], None] | None = None) -> SuiteReport:
     """Builds the agent of `agent_spec` (one per worker process) and runs the first `limit`
     positions of `suite`; `move_limit` applies to every move (None: the agent's own default)."""
-    from arena.spec import check_agent
+    from arena.agents.spec import check_agent
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -228,7 +228,7 @@ _AGENTS: dict[str, Agent] = {}
 
 def _worker_item(spec: str, item: Item, move_limit: Limit | None) -> ItemResult:
     if spec not in _AGENTS:
-        from arena.spec import make_agent
+        from arena.agents.spec import make_agent
         _AGENTS[spec] = make_agent(spec)
     return evaluate_item(_AGENTS[spec], item, move_limit)
 

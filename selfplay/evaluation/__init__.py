@@ -8,7 +8,7 @@ puzzles, agreement with Stockfish), rated and written to runs/<name>/eval/ as th
     selfplay/evaluation/store.py      what is stored: games.csv, ratings.csv (read back on a resume), player names
     selfplay/evaluation/plot.py       progress.png
 
-The batched games themselves are arena/gauntlet.py's (any mover against any other, any pgx game).
+The batched games themselves are arena/batched/gauntlet.py's (any mover against any other, any pgx game).
 The rest of selfplay/ uses what this file names.
 """
 from selfplay.evaluation.evaluator import Evaluator

@@ -14,7 +14,7 @@ node). The evaluator
     mates): selfplay/evaluation/opponents.py;
   - (chess) solves mate puzzles and measures the network on the probe set against Stockfish:
     selfplay/evaluation/probes.py;
-  - refits the ratings of every network evaluated so far from every gauntlet game (arena/ratings.py,
+  - refits the ratings of every network evaluated so far from every gauntlet game (arena/ratings/bayeselo.py,
     BayesElo model, random = 0, 95% intervals) and writes runs/<name>/eval/
     (selfplay/evaluation/store.py, plot.py):
         games.csv       every gauntlet game: step, white, black, white's score, plies, termination
@@ -37,7 +37,7 @@ import numpy as np
 import games
 import models
 import search as search_lib
-from arena.ratings import fit_ratings
+from arena.ratings.bayeselo import fit_ratings
 from configs.loader import to_dict
 from models import network_dir
 from selfplay.config import SelfPlayConfig

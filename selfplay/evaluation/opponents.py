@@ -1,7 +1,7 @@
 """Who an evaluated network plays, and the games: a random mover, the run's previous
 `previous_networks` evaluated networks and the engine ladder (`evaluation.engines`, else the game's:
 games/ladders.py; chess: arena agent specs), from the same start positions with both colours
-(arena/gauntlet.py's batched games; chess: from the opening book). The network's raw policy plays
+(arena/batched/gauntlet.py's batched games; chess: from the opening book). The network's raw policy plays
 the fixed anchors (random and the ladder) too. Chess games go to eval/gauntlet.pgn.
 
     opponents = Opponents(game, cfg, search, apply, run_dir / "eval")
@@ -17,8 +17,8 @@ from typing import Any, Optional
 import jax
 
 from arena import gauntlet
-from arena.play import append_pgn
-from arena.ratings import GameResult
+from arena.play.game import append_pgn
+from arena.ratings.bayeselo import GameResult
 from games import ladders
 from models import network_dir
 from selfplay.config import SelfPlayConfig
@@ -34,10 +34,10 @@ def ladder(game: str, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
     specs = game_ladder.opponents if engines is None else engines
     for spec in specs:
         if game_ladder.fen_uci:
-            from arena.spec import parse_spec
+            from arena.agents.spec import parse_spec
             parse_spec(spec)
         else:
-            from arena.board_players import parse_player
+            from arena.batched.board_players import parse_player
             parse_player(game, spec)
     return tuple(specs)
 
@@ -79,7 +79,7 @@ class Opponents:
         if self._starts is None:
             count = self.ecfg.openings
             if self.ladder.fen_uci:
-                from arena.openings import Book, book_path, pick
+                from arena.play.openings import Book, book_path, pick
                 boards = [o.board() for o in pick(Book(book_path(self.ecfg.book)), count, "random", self.cfg.seed)]
                 self._start_fens = [b.fen() for b in boards for _ in (0, 1)]
                 self._starts = gauntlet.start_states(self.game, count, None, boards=boards)
@@ -97,7 +97,7 @@ class Opponents:
         self._start_states()
         for spec in ladder(self.cfg.game, self.ecfg.engines):
             if not self.ladder.fen_uci:
-                from arena.board_players import board_mover
+                from arena.batched.board_players import board_mover
                 opponents.append((spec, board_mover(self.cfg.game, spec, self.cfg.seed + len(evaluated))))
                 continue
             engine = self._engine(spec)
@@ -108,7 +108,7 @@ class Opponents:
     def _engine(self, spec: str):
         """The engine of a ladder spec, started once; None (with one warning) if it cannot start."""
         if spec not in self._engines:
-            from arena.spec import make_agent
+            from arena.agents.spec import make_agent
             try:
                 self._engines[spec] = make_agent(spec)
             except (FileNotFoundError, ValueError) as e:

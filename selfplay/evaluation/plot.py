@@ -92,7 +92,7 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
 
 
 def _plot_probe(agree_ax, value_ax, reports: list[EvalReport]) -> None:
-    """The probe set (arena/probe.py) against learner step: the share of positions where the raw
+    """The probe set (arena/batched/probe.py) against learner step: the share of positions where the raw
     policy's / the search's move is Stockfish's best (95% intervals; a random mover's as a line),
     and the value's mean error in win% beside a constant draw's."""
     steps = np.array([r.step for r in reports], float)

@@ -1,6 +1,6 @@
 """The network on fixed positions rather than in games (chess): `mate_puzzles` mateIn1 and mateIn2
 Lichess puzzles solved by its search and by its raw policy, and its raw policy, search and value on
-the first `probe` positions of the probe set against Stockfish (arena/probe.py): learning shows
+the first `probe` positions of the probe set against Stockfish (arena/batched/probe.py): learning shows
 there before it shows in games.
 
     probes = Probes(cfg, search, apply)

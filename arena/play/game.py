@@ -17,8 +17,8 @@ import time
 import chess
 import chess.pgn
 
-from arena.agent import Agent, Limit
-from arena.openings import Opening
+from arena.agents.agent import Agent, Limit
+from arena.play.openings import Opening
 
 
 @dataclasses.dataclass(frozen=True)

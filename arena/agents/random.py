@@ -5,7 +5,7 @@ import random
 
 import chess
 
-from arena.agent import Agent, Limit
+from arena.agents.agent import Agent, Limit
 
 
 class RandomAgent(Agent):

@@ -21,7 +21,7 @@ import functools
 import os
 from typing import Any, Callable
 
-from arena.agent import Agent
+from arena.agents.agent import Agent
 
 
 class SpecError(ValueError):
@@ -207,16 +207,16 @@ def make_agent(spec: str | AgentSpec) -> Agent:
     if isinstance(spec, str):
         spec = parse_spec(spec)
     if spec.kind == "random":
-        from arena.random_agent import RandomAgent
+        from arena.agents.random import RandomAgent
         return RandomAgent(seed=spec.get("seed"), name=spec.name)
     if spec.kind in ("stockfish", "uci"):
-        from arena.engine_agent import EngineAgent
+        from arena.agents.engine import EngineAgent
         return EngineAgent.from_spec(spec)
     _check_network(spec)
     if spec.kind in ("mcts", "policy"):
-        from arena.network_agents import make_network_agent
+        from arena.agents.network import make_network_agent
         return make_network_agent(spec)
-    from arena.student_agents import make_student_agent
+    from arena.agents.student import make_student_agent
     return make_student_agent(spec)
 
 
@@ -227,7 +227,7 @@ def check_agent(spec: str | AgentSpec) -> AgentSpec:
     if spec.kind in _NETWORK_KINDS:
         _check_network(spec)
     if spec.kind == "stockfish":
-        from arena.engine_agent import find_stockfish
+        from arena.agents.engine import find_stockfish
         find_stockfish(spec.get("path"))
     if spec.kind == "uci":
         import shlex

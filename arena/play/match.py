@@ -23,13 +23,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Literal, Optional
 
-from arena.agent import Agent, Limit
-from arena.elo import elo_pentanomial, elo_wdl, pentanomial
-from arena.openings import START, Book, Opening, pick
-from arena.play import Adjudication, PlayedGame, append_pgn, play_game
-from arena.ratings import GameResult, fit_ratings
-from arena.spec import check_agent, make_agent
-from arena.sprt import SprtConfig, sprt_pentanomial
+from arena.agents.agent import Agent, Limit
+from arena.agents.spec import check_agent, make_agent
+from arena.play.game import Adjudication, PlayedGame, append_pgn, play_game
+from arena.play.openings import START, Book, Opening, pick
+from arena.ratings.bayeselo import GameResult, fit_ratings
+from arena.ratings.elo import elo_pentanomial, elo_wdl, pentanomial
+from arena.ratings.sprt import SprtConfig, sprt_pentanomial
 from configs.loader import check_at_least, check_choices
 
 

@@ -1,6 +1,6 @@
 """One-ply move values: the rules' value of a finished game, else 1 - the successor's value.
 
-The SV student's move rule (arena/student_agents.py) and distill's completion of a self-play corpus's
+The SV student's move rule (arena/agents/student.py) and distill's completion of a self-play corpus's
 action values (distill/selfplay_corpus.py) both score moves this way.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from arena.elo import Z95
+from arena.ratings.elo import Z95
 
 _LN10_400 = math.log(10) / 400
 

@@ -12,7 +12,7 @@ import dataclasses
 import math
 from typing import Sequence
 
-from arena.elo import score_from_elo
+from arena.ratings.elo import score_from_elo
 
 
 @dataclasses.dataclass(frozen=True)

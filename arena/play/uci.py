@@ -16,7 +16,7 @@ from typing import Callable
 
 import chess
 
-from arena.agent import Agent, Limit
+from arena.agents.agent import Agent, Limit
 from games import winprob
 
 ENGINE_NAME = "zerochess"

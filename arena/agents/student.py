@@ -32,8 +32,8 @@ import chess
 import numpy as np
 from scipy.special import expit
 
-from arena.agent import Agent, Limit
-from arena.one_ply import one_ply_values, rules_values
+from arena.agents.agent import Agent, Limit
+from arena.agents.one_ply import one_ply_values, rules_values
 
 TARGETS = ("av", "av_all", "sv", "bc")  # the `target` a student's network metadata records
 SPEC_KIND = {"av": "av", "av_all": "av", "sv": "sv", "bc": "bc"}  # the agent spec kind of each target

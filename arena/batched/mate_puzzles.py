@@ -58,7 +58,7 @@ def search_mover(search_fn: Callable, variables) -> BatchMover:
 def policy_mover(apply_fn: Callable, variables) -> BatchMover:
     """The raw policy: the legal action with the highest logit. apply_fn(variables, obs) ->
     NetworkOutput (policy_logits [B, A])."""
-    from arena.gauntlet import greedy_policy
+    from arena.batched.gauntlet import greedy_policy
     best = greedy_policy(apply_fn)
     return lambda states, key: np.asarray(best(variables, states))
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-PROBE_FILE = Path(__file__).parent / "data" / "probe.jsonl"
+PROBE_FILE = Path(__file__).resolve().parents[1] / "data" / "probe.jsonl"  # arena/data/
 PROBE_PGN = "games/lichess_100_games_with_evals.pgn"  # relative to the data dir
 TIE = 1e-9  # values this close to the best count as the best move
 
@@ -289,7 +289,7 @@ def network_outputs(probe: ProbeSet, apply: Callable, variables, batch_size: int
 
 
 def mover_actions(probe: ProbeSet, mover: BatchMover, seed: int = 0, batch_size: int = 128) -> np.ndarray:
-    """[N] the moves of a batched mover (e.g. a search: arena.mate_puzzles.search_mover)."""
+    """[N] the moves of a batched mover (e.g. a search: arena.batched.mate_puzzles.search_mover)."""
     import jax
     actions = np.zeros(len(probe), np.int32)
     for k, (rows, states) in enumerate(_batches(probe, batch_size)):
@@ -304,7 +304,7 @@ def probe_network(probe: ProbeSet, apply: Callable, variables, search: Optional[
     actions, values = network_outputs(probe, apply, variables, batch_size)
     searched = None
     if search is not None:
-        from arena.mate_puzzles import search_mover
+        from arena.batched.mate_puzzles import search_mover
         searched = probe.score(mover_actions(probe, search_mover(search, variables), seed, batch_size))
     return ProbeReport(len(probe), probe.score(actions), searched, probe.value_score(values), probe.random_score())
 

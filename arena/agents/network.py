@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 import chess
 
-from arena.agent import Agent, Limit, Option
+from arena.agents.agent import Agent, Limit, Option
 
 # Simulation counts a time budget may choose from (each count compiles once, so keep few).
 _SIM_GRID = (8, 16, 32, 64, 128, 256, 512, 800, 1600, 3200, 6400)
@@ -293,7 +293,7 @@ class MctsAgent(_NetworkAgent):
 
 def make_network_agent(spec) -> Agent:
     """mcts:/policy: spec -> agent; for mcts the spec's SearchConfig keys (parsed and checked by
-    arena.spec) override the network directory's recorded search."""
+    arena.agents.spec) override the network directory's recorded search."""
     from search.config import SearchConfig
     temperature = spec.get("temperature", 0.0)
     seed = spec.get("seed", 0)

@@ -20,7 +20,7 @@ import time
 import chess
 import chess.engine
 
-from arena.agent import Agent, Limit, Option
+from arena.agents.agent import Agent, Limit, Option
 
 STOCKFISH_CANDIDATES = ("/usr/games/stockfish", "/usr/bin/stockfish", "/usr/local/bin/stockfish")
 DEFAULT_MOVETIME_MS = 100  # when a spec gives neither nodes, movetime nor depth

@@ -1,6 +1,6 @@
 """Reference players for the small pgx games, written on plain numpy boards (independent of pgx's
 rules): perfect tic-tac-toe (minimax) and depth-limited alpha-beta connect four. The in-run
-evaluator's anchors for those games (arena/gauntlet.py movers via `board_mover`) and the opponents of
+evaluator's anchors for those games (arena/batched/gauntlet.py movers via `board_mover`) and the opponents of
 bench/connect_four_strength.py.
 
     mover = board_mover("connect_four", "alphabeta:depth=4", seed=0)   # a gauntlet Mover

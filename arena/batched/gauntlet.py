@@ -75,7 +75,7 @@ def random_mover(states, games, histories, key) -> np.ndarray:
 
 
 class AgentMover:
-    """A chess arena agent (arena/agent.py) moving in batched pgx games, one board per game."""
+    """A chess arena agent (arena/agents/agent.py) moving in batched pgx games, one board per game."""
 
     def __init__(self, agent, start_fens: Sequence[str]):
         """start_fens: the FEN of each game's start position (indexed by game)."""
