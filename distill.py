@@ -16,14 +16,14 @@ import json
 import sys
 from pathlib import Path
 
-from configs.loader import ConfigError, load
-from distill.config import DistillConfig
+from configs import ConfigError, load
+from distill import DistillConfig
 
 
 def _annotate(cfg: DistillConfig) -> dict:
     from distill.annotate import annotate
     from distill.boards import puzzle_ids, sample_boards
-    from runtime.data import data_file
+    from runtime import data_file
 
     a = cfg.annotate
     sources = [data_file(p) for p in (*a.pgn, *a.positions)]
@@ -67,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load(DistillConfig, args.config, args.set)
-        from runtime.cpus import expose_cpu_cores
-        from runtime.jax_cache import enable_compilation_cache
+        from runtime import enable_compilation_cache, expose_cpu_cores
         if args.command == "train":
             expose_cpu_cores()  # train.devices=0 then splits each batch over the cores
         enable_compilation_cache()
@@ -85,6 +84,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from runtime.signals import stop_on_signals
+    from runtime import stop_on_signals
     stop_on_signals()
     sys.exit(main())

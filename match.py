@@ -30,7 +30,7 @@ NETWORK_KINDS = ("mcts", "policy", "av", "sv", "bc")  # specs whose agents run J
 
 def _book_path(name: str | None) -> str | None:
     """A book path, or a file name under the data dir's openings/ (e.g. '2moves_v1.epd')."""
-    from arena.play.openings import book_path
+    from arena import book_path
     return None if name is None else str(book_path(name))
 
 
@@ -97,8 +97,7 @@ def run_suites(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from arena.agents.agent import Limit
-    from arena.suites import render_table, run_suite
+    from arena import Limit, render_table, run_suite
 
     players = list(args.players)
     if not players:
@@ -122,8 +121,8 @@ def load_config(args: argparse.Namespace):
     JSON paths under --out (or runs/match/<time>) unless the config names them."""
     import dataclasses
 
-    from arena.play.match import MatchConfig
-    from configs.loader import load
+    from arena import MatchConfig
+    from configs import load
 
     extra: dict = {}
     for flag, key in _SHORTCUTS.items():
@@ -193,11 +192,11 @@ def print_summary(summary: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from arena.play.match import run_match
-    from configs.loader import ConfigError
+    from arena import run_match
+    from configs import ConfigError
     if args.suite:
         if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in args.players):
-            from runtime.jax_cache import enable_compilation_cache
+            from runtime import enable_compilation_cache
             os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache()
         try:
             return run_suites(args)
@@ -207,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(args)
         if any(spec.strip().lower().startswith(NETWORK_KINDS) for spec in cfg.players):
-            from runtime.jax_cache import enable_compilation_cache
+            from runtime import enable_compilation_cache
             os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache()  # for workers too
         summary = run_match(cfg, progress=not args.no_progress)
     except ConfigError as e:

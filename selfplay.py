@@ -34,20 +34,20 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from runtime.gpu_memory import share_driver_gpu
+    from runtime import share_driver_gpu
     share_driver_gpu(args.config, args.overrides)  # before pgx (imported with the config) starts JAX's GPU backend
-    from configs.loader import ConfigError, load
-    from selfplay.config import SelfPlayConfig
+    from configs import ConfigError, load
+    from selfplay import SelfPlayConfig
     try:
         cfg = load(SelfPlayConfig, args.config, args.overrides)
     except ConfigError as e:
         print(f"selfplay.py: config error: {e}", file=sys.stderr)
         return 2
-    from runtime.jax_cache import enable_compilation_cache
+    from runtime import enable_compilation_cache
     enable_compilation_cache()  # the driver's and (through the environment) the actors' compiles
     # heavy imports only once the config is valid
-    from learner.checkpoint import CheckpointError
-    from replay.record import RecordError
+    from learner import CheckpointError
+    from replay import RecordError
     from selfplay.errors import RunError
     from selfplay.prepare import run_dir_of, start_error_line
     from selfplay.run import run

@@ -19,11 +19,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="agent spec, e.g. 'mcts:net=DIR,sims=800' (DIR: a network directory)")
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from arena.agents.spec import make_agent
-    from arena.play.uci import UciEngine
+    from arena import UciEngine, make_agent
     try:
         if args.agent.strip().lower().startswith(("mcts", "policy", "av", "sv", "bc")):
-            from runtime.jax_cache import enable_compilation_cache
+            from runtime import enable_compilation_cache
             enable_compilation_cache()  # the first search compiles; later runs reuse it
         agent = make_agent(args.agent)
     except (ValueError, FileNotFoundError) as e:

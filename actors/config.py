@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from configs.loader import Retired, check_at_least
+from configs import Retired, check_at_least
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,8 +32,8 @@ import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
 from games import packing
-from replay.record import GameRecord, encode
-from runtime.cpus import pin_threads
+from replay import GameRecord, encode
+from runtime import pin_threads
 
 
 @dataclasses.dataclass

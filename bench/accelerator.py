@@ -29,11 +29,15 @@ import numpy as np  # noqa: E402
 import games  # noqa: E402
 import models  # noqa: E402
 import search  # noqa: E402
-from learner.config import LearnerConfig  # noqa: E402
-from learner.parallel import data_parallel, describe  # noqa: E402
-from learner.train import init_train_state, make_train_step  # noqa: E402
+from learner import (  # noqa: E402  # noqa: E402
+    LearnerConfig,  # noqa: E402
+    data_parallel,
+    describe,
+    init_train_state,
+    make_train_step,
+)
 from models import presets  # noqa: E402
-from replay.messages import TrainingBatch  # noqa: E402
+from replay import TrainingBatch  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")

@@ -51,9 +51,7 @@ def _seconds_per_move(agent, moves: int) -> tuple[float, float]:
 
 
 def _games_per_second(white_spec: str, black_spec: str, games: int) -> float:
-    from arena import make_agent
-    from arena.play.game import play_game
-    from arena.play.openings import START
+    from arena import START, make_agent, play_game
     with make_agent(white_spec) as white, make_agent(black_spec) as black:
         t0 = time.perf_counter()
         for _ in range(games):
@@ -68,7 +66,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=10, help="timed moves per agent")
     parser.add_argument("--games", type=int, default=4, help="timed games per pairing")
     args = parser.parse_args()
-    from runtime.jax_cache import enable_compilation_cache
+    from runtime import enable_compilation_cache
     enable_compilation_cache()
     from arena import make_agent
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,10 +27,10 @@ import numpy as np  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
-from arena.batched.board_players import alphabeta_move  # noqa: E402
-from configs.loader import load  # noqa: E402
+from arena import alphabeta_move  # noqa: E402
+from configs import load  # noqa: E402
 from search import make_search  # noqa: E402
-from selfplay.config import SelfPlayConfig  # noqa: E402
+from selfplay import SelfPlayConfig  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
-from configs.loader import load  # noqa: E402
+from configs import load  # noqa: E402
 from search import make_search, tree_search  # noqa: E402
-from selfplay.config import SelfPlayConfig  # noqa: E402
+from selfplay import SelfPlayConfig  # noqa: E402
 
 PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs",
                       "connect_four.yaml")

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from configs.loader import load  # noqa: E402
-from distill.config import DistillConfig  # noqa: E402
-from runtime.data import data_file  # noqa: E402
+from configs import load  # noqa: E402
+from distill import DistillConfig  # noqa: E402
+from runtime import data_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,10 +86,9 @@ def step_gflop(cfg, target: str, compiled: bool = False) -> float:
     `compiled=True`, leaves out the matmuls a GPU backend hands to its libraries)."""
     import numpy as np
 
-    from distill import dataset, student
-    from distill.records import RecordStore
+    from distill import RecordStore, dataset, student
     from distill.train import _jnp, initial_state, make_optimizer, make_step
-    from models.network import make_student
+    from models import make_student
 
     net_cfg = student.network_config(cfg.student, target)
     module = make_student(net_cfg)
@@ -140,7 +139,7 @@ def main() -> None:
     parser.add_argument("--runs", default=str(ROOT / "runs" / "distill"), help="evaluation reports")
     parser.add_argument("--set", nargs="*", default=[], help="config overrides")
     args = parser.parse_args()
-    from runtime.cpus import expose_cpu_cores
+    from runtime import expose_cpu_cores
     expose_cpu_cores()  # as distill.py train: train.devices=0 splits each batch over the cores
     cfg = load(DistillConfig, args.config, args.set)
     result = {"config": os.path.relpath(args.config, ROOT), "cpu_count": os.cpu_count(),

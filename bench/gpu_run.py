@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from runtime.gpu_memory import share_driver_gpu  # noqa: E402
+from runtime import share_driver_gpu  # noqa: E402
 
 
 def log(**fields) -> None:
@@ -85,15 +85,15 @@ def main() -> None:
     p.add_argument("--no-bench", action="store_true", help="the run alone")
     args = p.parse_args()
     share_driver_gpu(args.config, args.overrides)  # before pgx (imported with the config) starts JAX's GPU backend
-    from configs.loader import ConfigError, load
-    from selfplay.config import SelfPlayConfig
+    from configs import ConfigError, load
+    from selfplay import SelfPlayConfig
     runs_dir = args.runs_dir or tempfile.mkdtemp(prefix="gpu_run_")
     overrides = args.overrides + [f"max_minutes={args.minutes}", f"runs_dir={runs_dir}", f"name={args.name}"]
     try:
         cfg = load(SelfPlayConfig, args.config, overrides)
     except ConfigError as e:
         p.exit(2, f"bench/gpu_run.py: config error: {e}\n")
-    from runtime.jax_cache import enable_compilation_cache
+    from runtime import enable_compilation_cache
     enable_compilation_cache()
     result: dict = {"config": args.config, "overrides": args.overrides, "minutes": args.minutes,
                     "run_dir": os.path.join(runs_dir, args.name), "num_actors": cfg.actors.num_actors,

@@ -25,7 +25,7 @@ import jax.numpy as jnp  # noqa: E402
 import games  # noqa: E402
 import models  # noqa: E402
 import search  # noqa: E402
-from arena.batched.mate_puzzles import load_mate_puzzles, search_mover, solve_mate_puzzles  # noqa: E402
+from arena import mate_puzzles  # noqa: E402
 from search import SearchConfig  # noqa: E402
 
 CHESS = games.make("chess")
@@ -39,8 +39,8 @@ def evaluation(network: str, seed: int):
             return jnp.zeros((obs.shape[0], CHESS.num_actions)), jnp.zeros((obs.shape[0],))
         return evaluate, None
     if network == "untrained":
-        from configs.loader import load
-        from selfplay.config import SelfPlayConfig
+        from configs import load
+        from selfplay import SelfPlayConfig
 
         preset = load(SelfPlayConfig, str(Path(__file__).resolve().parents[1] / "configs" / "chess_cpu.yaml"))
         ev = models.load_evaluation(preset.network, CHESS.spec, seed)
@@ -71,9 +71,9 @@ def main(argv=None) -> dict:
     run = search.make_search(CHESS, evaluate, config)
     result = {"network": args.network, "search": dataclasses.asdict(config), "themes": {}}
     for theme in args.themes.split(","):
-        puzzles = load_mate_puzzles(theme, args.count)
+        puzzles = mate_puzzles.load_mate_puzzles(theme, args.count)
         start = time.perf_counter()
-        solved, searches = solve_mate_puzzles(puzzles, search_mover(run, params), args.seed)
+        solved, searches = mate_puzzles.solve_mate_puzzles(puzzles, mate_puzzles.search_mover(run, params), args.seed)
         seconds = time.perf_counter() - start
         result["themes"][theme] = {"solved": solved, "total": len(puzzles),
                                    "rate": round(solved / max(len(puzzles), 1), 3),

@@ -51,7 +51,7 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
     import models
     import search as search_lib
     from arena import probe as probe_lib
-    from arena.agents.network import search_config
+    from arena import search_config
     network = models.load_evaluation(net_dir)
     apply = network.evaluate
     report = probe_lib.probe_network(probe, apply, network.variables)
@@ -61,9 +61,9 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
     for name, keys in variants.items():
         cfg = search_config(network.metadata, {**keys, "num_simulations": sims}, f"network directory {net_dir}")
         fn = search_lib.make_search(game, apply, cfg)
-        from arena.batched.mate_puzzles import search_mover
+        from arena import mate_puzzles
         start = time.perf_counter()
-        actions = probe_lib.mover_actions(probe, search_mover(fn, network.variables))
+        actions = probe_lib.mover_actions(probe, mate_puzzles.search_mover(fn, network.variables))
         score = probe.score(actions)
         out["searches"][name] = {**dataclasses.asdict(score), "keys": keys, "seconds": time.perf_counter() - start,
                                  "policy": cfg.policy, "q_transform": cfg.q_transform, "value_scale": cfg.value_scale}
@@ -80,11 +80,11 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", action="store_true", help="the Q transforms and value scales of GRID")
     parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
     args = parser.parse_args(argv)
-    from arena.batched.probe import ProbeSet
+    from arena import probe as probe_lib
     variants = dict(GRID) if args.grid else {"recorded": {}}
     variants.update({text: parse_keys(text) for text in args.search})
     start = time.perf_counter()
-    probe = ProbeSet.load(limit=args.limit)
+    probe = probe_lib.ProbeSet.load(limit=args.limit)
     results = [measure(net, variants, args.sims, args.limit, probe) for net in args.net]
     print(json.dumps({"bench": "probe", "positions": len(probe), "sims": args.sims, "networks": results,
                       "seconds": time.perf_counter() - start, "load_average": os.getloadavg()[0]}))

@@ -36,11 +36,11 @@ import numpy as np  # noqa: E402
 import games  # noqa: E402
 import models  # noqa: E402
 import search as search_lib  # noqa: E402
-from configs.loader import load  # noqa: E402
+from configs import load  # noqa: E402
 from games import packing, symmetry  # noqa: E402
-from learner.train import init_train_state, make_train_step  # noqa: E402
-from selfplay.config import SelfPlayConfig  # noqa: E402
-from selfplay.messages import TrainingBatch  # noqa: E402
+from learner import init_train_state, make_train_step  # noqa: E402
+from replay import TrainingBatch  # noqa: E402
+from selfplay import SelfPlayConfig  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = ["game=chess", "actors.games_per_actor=64", "search.policy=gumbel",

@@ -62,8 +62,8 @@ SPAN_MINUTES = 5.0  # growth compares the peaks of the window's first and last 5
 
 def run_dir_of_driver(proc: psutil.Process) -> Path:
     """runs/<name>/ of a running selfplay.py, from its command line and working directory."""
-    from configs.loader import load
-    from selfplay.config import SelfPlayConfig
+    from configs import load
+    from selfplay import SelfPlayConfig
 
     argv = proc.cmdline()
     script = next(i for i, a in enumerate(argv) if a.endswith("selfplay.py"))
@@ -285,8 +285,8 @@ def main(argv=None) -> int:
         run_dir = Path(args.run_dir) if args.run_dir else run_dir_of_driver(driver)
         samples = soak(driver, run_dir, args.minutes, args.interval, stop_driver=False)
     else:
-        from configs.loader import ConfigError, load
-        from selfplay.config import SelfPlayConfig
+        from configs import ConfigError, load
+        from selfplay import SelfPlayConfig
         minutes = args.minutes or 60.0
         overrides = [f"name=soak-{time.strftime('%Y%m%d-%H%M%S')}", *args.overrides, f"max_minutes={minutes}"]
         try:

@@ -40,13 +40,16 @@ import numpy as np  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
-from configs.loader import load  # noqa: E402
+from configs import load  # noqa: E402
 from games import packing  # noqa: E402
-from learner import health  # noqa: E402
-from learner.messages import TrainMetrics  # noqa: E402
-from learner.train import init_train_state, make_train_step  # noqa: E402
-from selfplay.config import SelfPlayConfig  # noqa: E402
-from selfplay.messages import TrainingBatch  # noqa: E402
+from learner import (  # noqa: E402
+    TrainMetrics,  # noqa: E402
+    health,  # noqa: E402
+    init_train_state,
+    make_train_step,
+)
+from replay import TrainingBatch  # noqa: E402
+from selfplay import SelfPlayConfig  # noqa: E402
 
 WIDTH = 64  # legal moves kept per position (random chess rarely has more; the rest are dropped)
 SERIES = ("value_std", "value_active", "value_explained", "value_loss", "policy_loss", "sample_age", "wdl_loss")

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 import chess
 import chess.pgn
 
-from arena.play.openings import parse_epd  # EPD or full-FEN lines, as match.py's books read them
+from arena import parse_epd  # EPD or full-FEN lines, as match.py's books read them
 
 
 @dataclasses.dataclass
@@ -104,7 +104,7 @@ def puzzle_boards(path: str | Path, exclude_ids: frozenset[str] = frozenset()
 
 def puzzle_ids(path: str | Path) -> frozenset[str]:
     """The PuzzleIds of a Lichess puzzle CSV (to keep an evaluation set out of the training data)."""
-    from arena.suites.puzzles import read_puzzles  # here: arena.suites imports jax, annotate's workers need not
+    from arena import read_puzzles  # here: arena.suites imports jax, annotate's workers need not
     return frozenset(p.id for p in read_puzzles(path))
 
 

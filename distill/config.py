@@ -7,7 +7,7 @@ import dataclasses
 import os
 from typing import ClassVar, Literal
 
-from configs.loader import Retired, check_at_least, check_choices, check_unit_interval
+from configs import Retired, check_at_least, check_choices, check_unit_interval
 
 # av: (board, move) -> value bins, one pair per example (the paper); av_all: board -> every legal
 # move's win probability from one pass; sv: board -> value bins; bc: board -> the move to play

@@ -17,7 +17,7 @@ import subprocess
 import chess
 import chess.engine
 
-from arena.agents.engine import find_stockfish
+from arena import find_stockfish
 from games import winprob
 
 
@@ -26,7 +26,7 @@ class MultiPVEngine:
     `chess.engine.EngineTerminatedError`, as python-chess would."""
 
     def __init__(self, path: str = "", threads: int = 1, hash_mb: int = 16):
-        from runtime.forking import forks_quietly
+        from runtime import forks_quietly
         with forks_quietly():  # the fork execs the engine at once
             self._proc = subprocess.Popen([find_stockfish(path or None)], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, text=True, bufsize=1)

@@ -22,11 +22,18 @@ import chess
 import numpy as np
 from rich.progress import track
 
-from arena.suites import actions as arena_actions
-from arena.suites.puzzles import BAND_WIDTH, Puzzle, rating_band, read_puzzles, solve_puzzle
+from arena import (
+                   BAND_WIDTH,
+                   Puzzle,
+                   agent_action_metrics,
+                   rating_band,
+                   read_puzzles,
+                   solve_puzzle,
+)
+from arena import action_metrics as score_action_metrics  # arena's, of a move scorer (action_metrics below: a player's)
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
-from models.network_dir import CONFIG_FILE
+from models import network_dir
 
 
 def action_metrics(player, records: list[dict], show_progress: bool = False) -> dict:
@@ -39,9 +46,9 @@ def action_metrics(player, records: list[dict], show_progress: bool = False) -> 
             raise ValueError(f"record {rec['fen']}: its moves are not the legal moves")
     move_scores = getattr(player, "move_scores", None)
     if move_scores is not None:
-        metrics = arena_actions.action_metrics(move_scores, records, progress=show_progress)
+        metrics = score_action_metrics(move_scores, records, progress=show_progress)
     else:
-        metrics = arena_actions.agent_action_metrics(player, records, progress=show_progress)
+        metrics = agent_action_metrics(player, records, progress=show_progress)
     if not records:  # distill's report has said 0.0 for no boards (evaluate.max_boards=0); arena says None
         metrics["action_accuracy"] = 0.0
     return metrics
@@ -72,12 +79,12 @@ def test_records(records_dir: str | Path, test_fraction: float, max_boards: int,
 def student_dir(path: str | Path) -> Path:
     """The student network directory of a distill run directory (or the directory itself)."""
     path = Path(path)
-    if (path / CONFIG_FILE).exists():
+    if (path / network_dir.CONFIG_FILE).exists():
         return path
-    if (path / STUDENT_DIR / CONFIG_FILE).exists():
+    if (path / STUDENT_DIR / network_dir.CONFIG_FILE).exists():
         return path / STUDENT_DIR
     raise FileNotFoundError(f"no student network directory in {path} (expected {path}/{STUDENT_DIR}/"
-                            f"{CONFIG_FILE}; run 'distill.py train' first)")
+                            f"{network_dir.CONFIG_FILE}; run 'distill.py train' first)")
 
 
 def make_player(cfg):
@@ -85,7 +92,7 @@ def make_player(cfg):
     train.out_dir, argmax with the repetition fix) or any agent spec."""
     e = cfg.evaluate
     if e.player == "student":
-        from arena.agents.student import StudentAgent, load_student
+        from arena import StudentAgent, load_student
         network, target = load_student(str(student_dir(e.net or cfg.train.out_dir)))
         return StudentAgent(network, target, seed=e.seed)
     from arena import make_agent
@@ -94,14 +101,14 @@ def make_player(cfg):
 
 def evaluate(cfg, show_progress: bool = True) -> dict:
     """Runs all metrics for `cfg.evaluate`; writes and returns the JSON report."""
-    from runtime.data import data_file
+    from runtime import data_file
 
     e = cfg.evaluate
     student = e.player == "student"
     if student:
         net = student_dir(e.net or cfg.train.out_dir)  # fail fast on a missing network directory
     else:
-        from arena.agents.spec import check_agent
+        from arena import check_agent
         check_agent(e.player)  # a bad spec or a missing engine fails before any work
     puzzles = read_puzzles(data_file(e.puzzles), e.max_puzzles) if e.max_puzzles > 0 else []
     records = test_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed)

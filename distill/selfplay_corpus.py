@@ -16,7 +16,7 @@ import chess
 import numpy as np
 from rich.progress import track
 
-from arena.agents.one_ply import one_ply_values
+from arena import one_ply_values
 from distill.records import ShardWriter, build_index, iter_records
 
 Teacher = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]

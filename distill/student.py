@@ -18,10 +18,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from models import presets
-from models.chessformer import ChessformerConfig
-from models.network import NetworkConfig
-from models.searchless import SearchlessConfig
+from models import ChessformerConfig, NetworkConfig, SearchlessConfig, presets
 
 PREDICTOR = {"av": "action_value", "av_all": "all_action_values", "sv": "state_value",
              "bc": "behavioral_cloning"}

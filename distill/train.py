@@ -24,15 +24,14 @@ import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from tensorboardX import SummaryWriter
 
-from configs.loader import to_dict
+from configs import to_dict
 from distill import dataset, student
 from distill.losses import loss_fn
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
-from learner.parallel import data_parallel
-from models import network_dir
-from models.network import make_student
-from runtime.signals import raise_if_stop_requested
+from learner import data_parallel
+from models import make_student, network_dir
+from runtime import raise_if_stop_requested
 
 
 def make_optimizer(cfg) -> optax.GradientTransformation:

@@ -36,16 +36,14 @@ import numpy as np
 
 import games
 import models
-from configs.loader import load, to_dict
+from configs import load, to_dict
 from distill.dataset import best_move
 from distill.records import RecordStore
-from games.chess_bridge import FENS_CHUNK, fens_to_states, uci_to_pgx_action
-from learner.checkpoint import Checkpointer
-from learner.parallel import data_parallel
-from learner.train import init_train_state, legal_log_probs, make_train_step
+from games import chess_bridge
+from learner import Checkpointer, data_parallel, init_train_state, legal_log_probs, make_train_step
 from models import network_dir
-from replay.messages import TrainingBatch
-from runtime.signals import raise_if_stop_requested
+from replay import TrainingBatch
+from runtime import raise_if_stop_requested
 
 
 @dataclasses.dataclass
@@ -67,7 +65,7 @@ class Boards:
                              jnp.asarray(self.z[rows]))
 
 
-_LOAD_CHUNK = 8 * FENS_CHUNK  # records read per batched conversion
+_LOAD_CHUNK = 8 * chess_bridge.FENS_CHUNK  # records read per batched conversion
 
 
 def policy_target(values: np.ndarray, best: int, temperature: float) -> np.ndarray:
@@ -96,13 +94,13 @@ def load_boards(store: RecordStore, indices, width: int, temperature: float, sof
     for start in range(0, n, _LOAD_CHUNK):  # one batched device call per chunk of FENs
         rows = range(start, min(start + _LOAD_CHUNK, n))
         records = [store[int(indices[row])] for row in rows]
-        o = np.asarray(fens_to_states([rec["fen"] for rec in records]).observation, np.float16)
+        o = np.asarray(chess_bridge.fens_to_states([rec["fen"] for rec in records]).observation, np.float16)
         if obs is None:
             obs = np.zeros((n, *o.shape[1:]), np.float16)
         obs[rows.start:rows.stop] = o
         for row, rec in zip(rows, records):
             white = " w " in rec["fen"]
-            actions = [uci_to_pgx_action(m, white) for m in rec["moves"]]
+            actions = [chess_bridge.uci_to_pgx_action(m, white) for m in rec["moves"]]
             legal[row, :len(actions)] = actions
             b = rec["moves"].index(best_move(rec))
             policy[row, :len(actions)] = (_record_policy(rec) if soft else
@@ -133,12 +131,12 @@ def child_rows(store: RecordStore, indices, width: int, per_board: int, seed: in
             board.pop()
     if not fens:
         raise ValueError(f"no successor boards in {store.dir} for this split")
-    obs = np.concatenate([np.asarray(fens_to_states(fens[k:k + _LOAD_CHUNK]).observation, np.float16)
+    obs = np.concatenate([np.asarray(chess_bridge.fens_to_states(fens[k:k + _LOAD_CHUNK]).observation, np.float16)
                           for k in range(0, len(fens), _LOAD_CHUNK)])
     legal = np.full((len(fens), width), -1, np.int32)
     for row, fen in enumerate(fens):
         board = chess.Board(fen)
-        actions = [uci_to_pgx_action(m.uci(), board.turn == chess.WHITE) for m in board.legal_moves]
+        actions = [chess_bridge.uci_to_pgx_action(m.uci(), board.turn == chess.WHITE) for m in board.legal_moves]
         legal[row, :len(actions)] = actions
     return Boards(obs, legal, np.zeros((len(fens), width), np.float32), np.zeros(len(fens), np.int32),
                   2.0 * np.asarray(values, np.float32) - 1.0)
@@ -166,7 +164,7 @@ def _record_value(rec: dict, value_from: str) -> float:
 
 
 def selfplay_preset(path: str, overrides=()):
-    from selfplay.config import SelfPlayConfig
+    from selfplay import SelfPlayConfig
     cfg = load(SelfPlayConfig, path, list(overrides))
     if cfg.game != "chess":
         raise ValueError(f"warm_start.selfplay {path} plays {cfg.game}: warm starts are for chess")

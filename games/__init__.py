@@ -1,17 +1,22 @@
-"""Rules and encodings: pgx environments behind one batched interface, and chess's bridges/encodings
-(boards as FEN tokens or square features, moves as UCI vocabulary, values as win probabilities and
-their K bins: games/winprob.py).
+"""Rules and encodings: pgx environments behind one batched interface (`make`, `Game`), and chess's
+bridges and encodings: pgx <-> python-chess (chess_bridge), boards as FEN tokens (fen_tokens) or
+square features (square_encoding), moves as the UCI vocabulary (uci_vocab), values as win
+probabilities and their K bins (winprob); packed observations (packing), board symmetries
+(symmetry), extra input planes (features), forced wins (immediate_wins), each game's ladder (ladders).
 
-The names from games.game load it (pgx, JAX) on first use: `import games.packing` (the replay
-actor's only need) and `from games import winprob` stay free of both.
+Other rooms use the names below, never another module of games. The names from games.game load
+it (pgx, JAX) on first use (_LAZY): `from games import packing` (the replay actor's only need) and
+`from games import winprob` stay free of both.
 """
-__all__ = ["SPECS", "Game", "GameSpec", "make", "winprob"]
+import importlib
 
-_LAZY = {"SPECS": "game", "Game": "game", "GameSpec": "game", "make": "game"}  # name -> module, loaded on use
+_LAZY = {"SPECS": "games.game", "Game": "games.game", "GameSpec": "games.game", "make": "games.game"}
+
+__all__ = ["SPECS", "Game", "GameSpec", "make", "chess_bridge", "features", "fen_tokens", "immediate_wins", "ladders",
+           "packing", "square_encoding", "symmetry", "uci_vocab", "winprob"]
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        from games import game
-        return getattr(game, name)
-    raise AttributeError(f"module 'games' has no attribute '{name}'")
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

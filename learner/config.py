@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, Literal, get_args
 
-from configs.loader import Retired, check_at_least, check_unit_interval
+from configs import Retired, check_at_least, check_unit_interval
 
 Optimizer = Literal["sgd", "adam"]
 

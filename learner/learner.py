@@ -33,7 +33,7 @@ from learner.config import LearnerConfig
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
 from learner.parallel import data_parallel, describe
 from learner.train import TrainState, make_train_step
-from runtime.signals import stops_deferred
+from runtime import stops_deferred
 
 
 def sample_seed(rng: np.ndarray, step: int) -> int:

@@ -29,7 +29,7 @@ import optax
 
 from games import packing, symmetry
 from learner.config import LearnerConfig
-from models.resnet import VALUE_ACTIVE
+from models import VALUE_ACTIVE
 from search import slots
 
 # What Batch.ending's codes 0..3 mean: how the position's game ended (replay.messages.ENDINGS is the

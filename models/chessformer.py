@@ -25,7 +25,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from configs.loader import check_at_least
+from configs import check_at_least
 from models import attention_policy as ap
 from models.activations import mish
 from models.attention import MultiHeadAttention

@@ -22,7 +22,7 @@ from typing import Any, Literal, Mapping, Optional
 
 import flax.linen as nn
 
-from configs.loader import ConfigError
+from configs import ConfigError
 from games import features
 from models.chessformer import Chessformer, ChessformerConfig
 from models.output import NetworkOutput, wdl_to_value  # noqa: F401  (re-exported)

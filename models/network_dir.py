@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import yaml
 
-from configs.loader import ConfigError, from_dict, to_dict
+from configs import ConfigError, from_dict, to_dict
 from models.network import NetworkConfig, make_network, make_student, upgrade_network_dict
 
 CONFIG_FILE = "network.yaml"

@@ -21,7 +21,7 @@ from typing import ClassVar, Literal
 import flax.linen as nn
 import jax.numpy as jnp
 
-from configs.loader import Retired, check_at_least
+from configs import Retired, check_at_least
 from models.output import NetworkOutput
 
 VALUE_ACTIVE = "value_active"  # the sown fraction of the value head's 1x1-conv units past their ReLU

@@ -24,7 +24,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from configs.loader import check_at_least
+from configs import check_at_least
 from models.attention import MultiHeadAttention
 
 # action_value: (FEN, move) -> bins (the paper); all_action_values: FEN -> one win-probability logit

@@ -21,10 +21,10 @@ from arena import probe  # noqa: E402
 
 def training_boards(config: str) -> set[str]:
     """Board keys of every board the distillation config's annotation would read."""
-    from configs.loader import load
+    from configs import load
+    from distill import DistillConfig
     from distill.boards import read_units
-    from distill.config import DistillConfig
-    from runtime.data import data_file
+    from runtime import data_file
     a = load(DistillConfig, config, []).annotate
     return {probe.board_key(gb.fen) for path in (*a.pgn, *a.positions)
             for _, boards in read_units([data_file(path)]) for gb in boards}
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(probe.PROBE_FILE))
     args = parser.parse_args(argv)
-    from runtime.data import data_file
+    from runtime import data_file
     t0 = time.time()
     exclude = training_boards(args.exclude_config)
     picked = probe.pick_positions(data_file(args.pgn), args.per_game, args.min_ply, args.seed, exclude)

@@ -6,7 +6,10 @@
 
 With `SearchConfig(reuse_tree=True)` and `return_tree=True` the search takes the last tree back:
     out, tree = search_fn(params, states, key, Reuse(tree, played_slot, keep))
+
+Other rooms use the names below, never another module of search (slots: the legal-move slot axis).
 """
+from search import slots
 from search.config import SearchConfig
 from search.game_search import (
                          Node,
@@ -22,4 +25,4 @@ from search.game_search import (
 from search.slots import EMPTY, EMPTY_LOGIT
 
 __all__ = ["SearchConfig", "SearchOutput", "make_search", "make_search_tree", "make_recurrent_fn",
-           "scatter_slots", "legal_slots", "network_fn", "Node", "Reuse", "EMPTY", "EMPTY_LOGIT"]
+           "scatter_slots", "legal_slots", "network_fn", "Node", "Reuse", "EMPTY", "EMPTY_LOGIT", "slots"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, Literal, Optional, get_args
 
-from configs.loader import Retired
+from configs import Retired
 
 Policy = Literal["puct", "gumbel"]
 QTransform = Literal["parent_and_siblings", "min_max", "fpu"]

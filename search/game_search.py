@@ -25,8 +25,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from games import symmetry
-from games.immediate_wins import forced_losses, immediate_wins, wins_in_two
+from games import immediate_wins, symmetry
 from search import noise, selection, slots, symmetric, tree_search
 from search.config import SearchConfig
 
@@ -128,14 +127,14 @@ def make_recurrent_fn(game, evaluate: Evaluate, config: SearchConfig | None = No
         prior = slots.prior_logits(logits, child_slots)
         certain = over
         if check_wins:  # the child's mover wins at once: a certain loss for this edge's mover
-            wins = immediate_wins(game, child, child_slots, config.win_check_max_checks)
+            wins = immediate_wins.immediate_wins(game, child, child_slots, config.win_check_max_checks)
             lost = jnp.any(wins, axis=1) & ~over
             reward = jnp.where(lost, -1.0, reward)
             prior = jnp.where(lost[:, None] & ~wins, slots.EMPTY_LOGIT, prior)
             certain = over | lost
             if config.win_check_max_replies:  # few replies, each punished at once: a certain win
-                won = forced_losses(game, child, child_slots, config.win_check_max_replies,
-                                    config.win_check_max_checks) & ~certain
+                won = immediate_wins.forced_losses(game, child, child_slots, config.win_check_max_replies,
+                                                   config.win_check_max_checks) & ~certain
                 reward = jnp.where(won, 1.0, reward)
                 certain = certain | won
         out = mctx.RecurrentFnOutput(
@@ -262,10 +261,10 @@ def root_certainty(game, config: SearchConfig, tree, root: Node, states) -> Root
     value = jnp.where(certain, edges(tree.children_rewards), 0.0)
     won = certain & (value > 0)
     if config.win_check != "none":
-        won |= immediate_wins(game, states, root.slot_actions, config.win_check_max_checks)
+        won |= immediate_wins.immediate_wins(game, states, root.slot_actions, config.win_check_max_checks)
     if config.win_check == "tree" and config.win_check_max_replies:  # forcing lines, visited or not
-        won |= wins_in_two(game, states, root.slot_actions, config.win_check_max_replies,
-                           config.win_check_max_checks)
+        won |= immediate_wins.wins_in_two(game, states, root.slot_actions, config.win_check_max_replies,
+                                          config.win_check_max_checks)
     certain |= won
     value = jnp.where(won, 1.0, value)
     return RootCertainty(won=won, lost=certain & (value < 0), certain=certain, value=value)

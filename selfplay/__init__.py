@@ -14,5 +14,19 @@
     selfplay/summary.py          the run's end: summary.json and the lines selfplay.py prints
     selfplay/messages.py         the typed messages crossing process boundaries
 
-The CLI is selfplay.py beside this package. Nothing below this package imports it.
+The CLI is selfplay.py beside this package (the run's own front: it calls the modules above). Other
+rooms use only the run's typed config, the one name of this face (distill's warm start reads it),
+loaded on first use (_LAZY: a Ray actor's process importing selfplay.parameter_store stays free of
+JAX). Naming more here would close a circle: the run reads distill's records for its anchor boards.
 """
+import importlib
+
+_LAZY = {"SelfPlayConfig": "selfplay.config"}
+
+__all__ = ["SelfPlayConfig"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,8 +19,8 @@ from typing import Optional
 
 import ray
 
-from actors.selfplay_actor import SelfPlayActor
-from runtime.gpu_memory import out_of_memory_line, process_env
+from actors import SelfPlayActor
+from runtime import out_of_memory_line, process_env
 from selfplay import cluster
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError

@@ -18,9 +18,7 @@ import time
 
 import ray
 
-from runtime.cpus import pin_threads
-from runtime.forking import forks_quietly
-from runtime.signals import stop_on_signals
+from runtime import forks_quietly, pin_threads, stop_on_signals
 from selfplay.config import SelfPlayConfig
 
 

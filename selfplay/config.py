@@ -8,15 +8,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, get_args
 
-from actors.config import ActorConfig
-from configs.loader import check_at_least
+from actors import ActorConfig
+from configs import check_at_least
 from games import symmetry
-from learner.config import LearnerConfig
-from models import NetworkConfig
-from models.network import check_game, upgrade_network_dict
-from replay.config import ReplayConfig
-from runtime.gpu_memory import DEFAULT_DRIVER_GPU_SHARE, GpuMemory
-from search.config import SearchConfig
+from learner import LearnerConfig
+from models import NetworkConfig, check_game, upgrade_network_dict
+from replay import ReplayConfig
+from runtime import DEFAULT_DRIVER_GPU_SHARE, GpuMemory
+from search import SearchConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,10 +16,8 @@ from typing import Collection, Optional, Protocol
 
 import ray
 
-from learner.learner import Learner
-from learner.messages import LearnerLocation, TrainResult
-from learner.train import TrainState
-from runtime.gpu_memory import process_env
+from learner import Learner, LearnerLocation, TrainResult, TrainState
+from runtime import process_env
 from selfplay.config import SelfPlayConfig
 
 

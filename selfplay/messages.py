@@ -19,9 +19,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal, Optional
 
-from actors.messages import PlayReport
-from learner.messages import LearnerLocation, TrainMetrics, TrainResult, ValueHealth
-from replay.messages import ReplayStats, TrainingBatch
+from actors import PlayReport
+from learner import LearnerLocation, TrainMetrics, TrainResult, ValueHealth
+from replay import ReplayStats, TrainingBatch
 
 StopReason = Literal["max_steps", "max_minutes", "interrupted"]
 

@@ -30,7 +30,7 @@ def book_lines(book: str, game_name: str) -> tuple[np.ndarray, ...]:
 
 
 def _resolve(book: str):
-    from arena.play.openings import book_path
+    from arena import book_path
     try:
         return book_path(book)
     except FileNotFoundError as e:
@@ -38,8 +38,8 @@ def _resolve(book: str):
 
 
 def _lines_of(file) -> list[np.ndarray]:
-    from arena.play.openings import Book
-    from games.chess_bridge import ucis_to_pgx_actions
+    from arena import Book
+    from games import chess_bridge
 
     try:
         openings = Book(file)
@@ -53,5 +53,5 @@ def _lines_of(file) -> list[np.ndarray]:
                              f"position; self-play needs move lines (a PGN or TSV book such as "
                              f"lichess_chess_openings/c.tsv)")
         white_to_move = np.arange(len(opening.moves)) % 2 == 0
-        lines.append(ucis_to_pgx_actions(opening.moves, white_to_move))
+        lines.append(chess_bridge.ucis_to_pgx_actions(opening.moves, white_to_move))
     return lines

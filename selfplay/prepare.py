@@ -20,12 +20,11 @@ import ray
 import yaml
 
 import models
-from configs.loader import ConfigError, to_dict, upgrade
-from learner.train import TrainState, init_train_state
+from configs import ConfigError, to_dict, upgrade
+from learner import TrainState, init_train_state
 from models import network_dir
-from replay.anchor import AnchorSet
-from replay.record import RecordError, SchemaError
-from runtime.gpu_memory import local_gpu_count, shares_line
+from replay import AnchorSet, RecordError, SchemaError
+from runtime import local_gpu_count, shares_line
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.messages import ReplayStats
@@ -190,9 +189,7 @@ def reload_replay(replay, run_dir: Path) -> ReplayStats:
 def anchor_set(cfg: SelfPlayConfig, game) -> AnchorSet:
     """replay.anchor_records' first replay.anchor_boards training boards (distill's records: the best
     move one-hot, the oracle's value), as the replay buffer mixes them in; a bad directory is one line."""
-    from distill.config import DataConfig
-    from distill.records import RecordStore
-    from distill.warm_start import load_boards
+    from distill import DataConfig, RecordStore, load_boards
     r = cfg.replay
     try:
         store = RecordStore(r.anchor_records)

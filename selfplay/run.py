@@ -40,14 +40,11 @@ import ray
 
 import games
 import models
-from configs.loader import to_dict
-from learner.checkpoint import Checkpointer
-from learner.health import ValueHealthMonitor
-from learner.train import TrainState
+from configs import to_dict
+from learner import Checkpointer, TrainState, ValueHealthMonitor
 from models import network_dir
-from replay.buffer import ReplayBuffer
-from runtime.gpu_memory import local_gpu_count, out_of_memory_line, process_env
-from runtime.signals import raise_if_stop_requested
+from replay import ReplayBuffer
+from runtime import local_gpu_count, out_of_memory_line, process_env, raise_if_stop_requested
 from selfplay import cluster, prepare
 from selfplay.actor_pool import ActorPool
 from selfplay.config import SelfPlayConfig

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arena.play.game import append_pgn
-from replay.record import decode
+from arena import append_pgn
+from replay import decode
 
 
 def append_sample_game(run_dir: Path, frame: bytes) -> None:

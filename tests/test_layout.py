@@ -1,7 +1,8 @@
 """The house's layout (../shared/DESIGN.md), read from the source with `ast` (nothing imported): no
 import circle between the project's modules, counting the imports inside functions too (a lazy
-import hides a circle from Python, not from a reader), and no room reaching into a room the design
-keeps it apart from."""
+import hides a circle from Python, not from a reader) and the names a room's face loads on first use
+(its `_LAZY`), no room reaching into a room the design keeps it apart from, and every room reaching
+another only through its face: the names its `__init__` lists in `__all__`."""
 from __future__ import annotations
 
 import ast
@@ -10,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("actors", "arena", "bench", "configs", "distill", "games", "learner", "models", "replay", "runtime",
             "search", "selfplay")
+ROOMS = tuple(p for p in PACKAGES if p != "bench")  # bench/ sits outside, as scripts/, tests/ and the CLIs do
 RUN_ROOMS = {"actors", "replay", "learner", "selfplay"}
 # room -> rooms it must not import. games/, models/, search/ are pure JAX/numpy libraries; learner/
 # knows networks and the train step, not actors or replay; only selfplay/ knows every room of the run
@@ -38,11 +40,23 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _lazy(tree: ast.Module) -> dict[str, str]:
+    """A face's `_LAZY = {name: module}`: the names its `__getattr__` imports from `module` on first
+    use (the module itself where `name` is its last part)."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets)
+                and isinstance(node.value, ast.Dict)):
+            return {ast.literal_eval(k): ast.literal_eval(v) for k, v in zip(node.value.keys, node.value.values)}
+    return {}
+
+
 def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
     """The project modules `path` imports anywhere in its body (a package's import of its own
-    submodules through `from package import x` counts as importing package.x when that exists)."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    submodules through `from package import x` counts as importing package.x when that exists), and
+    the modules of its `_LAZY` names."""
+    tree = ast.parse(path.read_text(), str(path))
+    out = {m for m in _lazy(tree).values() if m in modules}
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -99,6 +113,117 @@ def test_the_cycle_finder_finds_one():
 
 
 def test_rooms_import_only_what_the_design_lets_them():
+    # any room may read the run's typed config (distill's warm start does): the one name of selfplay's face
+    assert _face("selfplay")[:2] == (["SelfPlayConfig"], {"SelfPlayConfig": "selfplay.config"}), \
+        "selfplay's face is its config alone: the rooms the design keeps apart from the run import it"
+    open_to_all = {"selfplay", "selfplay.config"}
     crossings = [f"{module} imports {dep}" for module, deps in _graph().items() for dep in sorted(deps)
-                 if dep.split(".")[0] in FORBIDDEN.get(module.split(".")[0], ()) and dep != "selfplay.config"]
+                 if dep.split(".")[0] in FORBIDDEN.get(module.split(".")[0], ()) and dep not in open_to_all]
     assert not crossings, crossings
+
+
+def _face(room: str) -> tuple[list[str] | None, dict[str, str], set[str]]:
+    """A room's `__all__` (None without one), its `_LAZY` and the names its `__init__` binds."""
+    tree = ast.parse((ROOT / room / "__init__.py").read_text())
+    names, bound = None, set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    bound.add(target.id)
+                    if target.id == "__all__":
+                        names = list(ast.literal_eval(node.value))
+    return names, _lazy(tree), bound
+
+
+def _defines(module: str, name: str, modules: dict[str, Path]) -> bool:
+    """Whether `module` is `<package>.<name>` or binds `name` at its top level."""
+    if module.rpartition(".")[2] == name:
+        return module in modules
+    if module not in modules:
+        return False
+    for node in ast.parse(modules[module].read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == name for a in node.names):
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
+def test_every_room_has_a_face_whose_names_exist():
+    modules = _modules()
+    problems = []
+    for room in ROOMS:
+        names, lazy, bound = _face(room)
+        if names is None:
+            problems.append(f"{room}/__init__.py: no __all__ (the names other rooms may use)")
+            continue
+        for name in names:
+            if name in lazy:
+                if not _defines(lazy[name], name, modules):
+                    problems.append(f"{room}/__init__.py: _LAZY's {name!r} is not in {lazy[name]}")
+            elif name not in bound and f"{room}.{name}" not in modules:
+                problems.append(f"{room}/__init__.py: __all__ names {name!r}, which it neither binds, loads "
+                                "lazily (_LAZY) nor has as a submodule")
+        problems += [f"{room}/__init__.py: _LAZY's {name!r} is not in __all__" for name in lazy if name not in names]
+    assert not problems, "\n".join(problems)
+
+
+def _crossings(path: Path, room: str, faces: dict[str, list[str]]) -> list[str]:
+    """Each import in `path` (a module of `room`) of another room that does not go through its face."""
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    out = []
+    tree = ast.parse(path.read_text(), str(path))
+    aliases = {}  # local name -> room, for `import games` then games.make
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                other = a.name.split(".")[0]
+                if other in faces and other != room:
+                    if "." in a.name:
+                        out.append(f"{where}:{node.lineno}: `import {a.name}` reaches into {other}/; "
+                                   f"use `from {other} import <name>` (its face: {other}/__init__.py's __all__)")
+                    else:
+                        aliases[a.asname or a.name] = other
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            other = node.module.split(".")[0]
+            if other not in faces or other == room:
+                continue
+            for a in node.names:
+                if node.module != other:
+                    face = f"`from {other} import {a.name}`" + (
+                        "" if a.name in faces[other] else f", once {other}/__init__.py's __all__ (its face) names it")
+                    out.append(f"{where}:{node.lineno}: `from {node.module} import {a.name}` reaches into "
+                               f"{other}/; use {face}")
+                elif a.name not in faces[other]:
+                    out.append(f"{where}:{node.lineno}: `from {other} import {a.name}`: {a.name!r} is not in "
+                               f"{other}/__init__.py's __all__ (its face); add it there or use a name it lists")
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr not in faces[aliases[node.value.id]]):
+            other = aliases[node.value.id]
+            out.append(f"{where}:{node.lineno}: `{node.value.id}.{node.attr}`: {node.attr!r} is not in "
+                       f"{other}/__init__.py's __all__ (its face); add it there or use a name it lists")
+    return sorted(out, key=lambda line: int(line.split(":")[1]))
+
+
+def test_rooms_reach_each_other_only_through_their_faces():
+    faces = {room: _face(room)[0] or [] for room in ROOMS}
+    found = [c for room in ROOMS for path in sorted((ROOT / room).rglob("*.py")) for c in _crossings(path, room, faces)]
+    assert not found, "imports between rooms go through the room's package:\n" + "\n".join(found)
+
+
+def test_the_face_check_finds_a_reach_into_a_room(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text("import games\nfrom games.game import make\nfrom games import make, nope\nimport games.packing\n"
+                    "games.make('chess'), games.zzz\n")
+    found = _crossings(path, "arena", {"games": ["make"], "arena": []})
+    assert [line.split(": ", 1)[0].rsplit(":", 1)[1] for line in found] == ["2", "3", "4", "5"], found
+    assert "use `from games import make`" in found[0] and "'zzz'" in found[-1]

@@ -65,7 +65,7 @@ class EngineDiedError(RuntimeError):
 def open_uci(command, timeout: float = 30) -> chess.engine.SimpleEngine:
     """Starts a UCI engine (python-chess), the one place the project does: its fork execs the engine
     at once, so JAX's fork warning is silenced here (runtime.forking.forks_quietly)."""
-    from runtime.forking import forks_quietly
+    from runtime import forks_quietly
     with forks_quietly():
         return chess.engine.SimpleEngine.popen_uci(command, timeout=timeout)
 

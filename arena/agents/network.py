@@ -74,8 +74,8 @@ def search_config(metadata: Mapping[str, Any], overrides: Mapping[str, Any] | No
     """The SearchConfig an MCTS agent plays with: metadata["search"] (the fields the network was
     trained with) or the defaults with DEFAULT_SIMULATIONS, as `SearchConfig.for_play` makes it (the
     in-run evaluator's search too), then `overrides` (SearchConfig fields). ValueError names a bad key."""
-    from configs.loader import ConfigError, from_dict
-    from search.config import SearchConfig
+    from configs import ConfigError, from_dict
+    from search import SearchConfig
     recorded = metadata.get("search")
     try:
         base = (from_dict(SearchConfig, recorded, prefix="search") if recorded is not None
@@ -294,7 +294,7 @@ class MctsAgent(_NetworkAgent):
 def make_network_agent(spec) -> Agent:
     """mcts:/policy: spec -> agent; for mcts the spec's SearchConfig keys (parsed and checked by
     arena.agents.spec) override the network directory's recorded search."""
-    from search.config import SearchConfig
+    from search import SearchConfig
     temperature = spec.get("temperature", 0.0)
     seed = spec.get("seed", 0)
     if spec.kind == "policy":

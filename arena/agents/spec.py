@@ -66,8 +66,8 @@ def _bool(text: str) -> bool:
 def _search_field(name: str) -> Callable[[str], Any]:
     """Parses `text` as the SearchConfig field `name` (YAML scalar, checked by SearchConfig)."""
     def parse(text: str):
-        from configs.loader import apply_overrides
-        from search.config import SearchConfig
+        from configs import apply_overrides
+        from search import SearchConfig
         return getattr(apply_overrides(SearchConfig(), [f"{name}={text}"]), name)
     return parse
 
@@ -75,7 +75,7 @@ def _search_field(name: str) -> Callable[[str], Any]:
 @functools.cache
 def search_keys() -> dict[str, Callable[[str], Any]]:
     """Every SearchConfig field as an mcts spec key (imports search/, so JAX)."""
-    from search.config import SearchConfig
+    from search import SearchConfig
     return {f.name: _search_field(f.name) for f in dataclasses.fields(SearchConfig) if f.init}
 
 

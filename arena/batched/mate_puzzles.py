@@ -35,7 +35,7 @@ class MatePuzzle:
 def load_mate_puzzles(theme: str, count: int, path: str | Path | None = None) -> list[MatePuzzle]:
     """The first `count` puzzles of the themed Lichess file with `theme` (e.g. mateIn1)."""
     if path is None:
-        from runtime.data import data_file
+        from runtime import data_file
         path = data_file("puzzles", "lichess_puzzles_themed.csv")
     out = []
     with open(path) as f:

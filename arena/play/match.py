@@ -30,7 +30,7 @@ from arena.play.openings import START, Book, Opening, pick
 from arena.ratings.bayeselo import GameResult, fit_ratings
 from arena.ratings.elo import elo_pentanomial, elo_wdl, pentanomial
 from arena.ratings.sprt import SprtConfig, sprt_pentanomial
-from configs.loader import check_at_least, check_choices
+from configs import check_at_least, check_choices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +140,7 @@ def close_agents() -> None:
 def _init_worker() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # share compiled searches across workers
-        from runtime.jax_cache import enable_compilation_cache
+        from runtime import enable_compilation_cache
         enable_compilation_cache()
     # Pool workers leave through os._exit, which skips atexit; Finalize still runs.
     multiprocessing.util.Finalize(None, close_agents, exitpriority=10)

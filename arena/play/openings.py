@@ -107,7 +107,7 @@ def book_path(book: str | Path) -> Path:
     (e.g. '2moves_v1.epd'; FileNotFoundError naming both places and the download command)."""
     if Path(book).exists():
         return Path(book)
-    from runtime.data import data_file
+    from runtime import data_file
     try:
         return data_file("openings", str(book))
     except FileNotFoundError as e:

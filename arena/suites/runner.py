@@ -54,7 +54,7 @@ class Suite:
 
 def resolve_suite(suite: str | Path) -> tuple[str, Path]:
     """(display name, file) for a suite name or path; ValueError (one line) naming the fix."""
-    from runtime.data import data_dir
+    from runtime import data_dir
 
     text = str(suite).strip()
     root = data_dir()
@@ -245,7 +245,7 @@ def _close_agents() -> None:
 def _init_worker() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-        from runtime.jax_cache import enable_compilation_cache
+        from runtime import enable_compilation_cache
         enable_compilation_cache()
     # pool workers leave through os._exit, which skips atexit; Finalize still runs
     multiprocessing.util.Finalize(None, _close_agents, exitpriority=10)

@@ -37,8 +37,8 @@ import numpy as np
 import games
 import models
 import search as search_lib
-from arena.ratings.bayeselo import fit_ratings
-from configs.loader import to_dict
+from arena import fit_ratings
+from configs import to_dict
 from models import network_dir
 from selfplay.config import SelfPlayConfig
 from selfplay.evaluation.opponents import Opponents, Played

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from runtime.gpu_memory import process_env
+from runtime import process_env
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.evaluation.evaluator import Evaluator

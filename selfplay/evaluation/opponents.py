@@ -16,9 +16,7 @@ from typing import Any, Optional
 
 import jax
 
-from arena import gauntlet
-from arena.play.game import append_pgn
-from arena.ratings.bayeselo import GameResult
+from arena import GameResult, append_pgn, gauntlet
 from games import ladders
 from models import network_dir
 from selfplay.config import SelfPlayConfig
@@ -34,10 +32,10 @@ def ladder(game: str, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
     specs = game_ladder.opponents if engines is None else engines
     for spec in specs:
         if game_ladder.fen_uci:
-            from arena.agents.spec import parse_spec
+            from arena import parse_spec
             parse_spec(spec)
         else:
-            from arena.batched.board_players import parse_player
+            from arena import parse_player
             parse_player(game, spec)
     return tuple(specs)
 
@@ -79,7 +77,7 @@ class Opponents:
         if self._starts is None:
             count = self.ecfg.openings
             if self.ladder.fen_uci:
-                from arena.play.openings import Book, book_path, pick
+                from arena import Book, book_path, pick
                 boards = [o.board() for o in pick(Book(book_path(self.ecfg.book)), count, "random", self.cfg.seed)]
                 self._start_fens = [b.fen() for b in boards for _ in (0, 1)]
                 self._starts = gauntlet.start_states(self.game, count, None, boards=boards)
@@ -97,7 +95,7 @@ class Opponents:
         self._start_states()
         for spec in ladder(self.cfg.game, self.ecfg.engines):
             if not self.ladder.fen_uci:
-                from arena.batched.board_players import board_mover
+                from arena import board_mover
                 opponents.append((spec, board_mover(self.cfg.game, spec, self.cfg.seed + len(evaluated))))
                 continue
             engine = self._engine(spec)
@@ -108,7 +106,7 @@ class Opponents:
     def _engine(self, spec: str):
         """The engine of a ladder spec, started once; None (with one warning) if it cannot start."""
         if spec not in self._engines:
-            from arena.agents.spec import make_agent
+            from arena import make_agent
             try:
                 self._engines[spec] = make_agent(spec)
             except (FileNotFoundError, ValueError) as e:

@@ -11,7 +11,7 @@ import csv
 from pathlib import Path
 from typing import Optional
 
-from arena.ratings.bayeselo import GameResult
+from arena import GameResult
 from selfplay.messages import EvalReport
 
 RANDOM = "random"
