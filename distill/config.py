@@ -145,9 +145,6 @@ class WarmStartConfig:
     checkpoint_minutes: float = 5.0  # training state saved this often (and at the end); 0: at the end only
     policy_temperature: float = 0.0  # 0: one-hot on the best move; > 0: softmax(move win probs / T)
     max_boards: int = 0  # training boards read (0: all of the train split)
-    # > 0: per board, this many successor positions join training as value-only boards (the worst
-    # move's and random others', valued from the move values: distill/warm_start.py child_rows)
-    child_boards: int = 0
     log_every: int = 100  # steps between printed losses
     progress: bool = True  # print the losses
     seed: int = 0  # network initialisation and batch order
@@ -160,7 +157,7 @@ class WarmStartConfig:
             raise ValueError(f"warm_start.devices must be >= 0 (0: every device), got {self.devices}")
         check_at_least(self, 1, "batch_size", "log_every", prefix="warm_start.")
         check_at_least(self, 0, "max_steps", "max_seconds", "policy_temperature", "max_boards", "seed",
-                       "checkpoint_minutes", "child_boards", prefix="warm_start.")
+                       "checkpoint_minutes", prefix="warm_start.")
         if self.learning_rate <= 0:
             raise ValueError(f"warm_start.learning_rate must be > 0, got {self.learning_rate:g}")
 

@@ -29,7 +29,6 @@ import json
 import time
 from pathlib import Path
 
-import chess
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -78,17 +77,13 @@ def policy_target(values: np.ndarray, best: int, temperature: float) -> np.ndarr
 
 
 def load_boards(store: RecordStore, indices, width: int, temperature: float, soft: bool = False,
-                value_from: str = "value", child_boards: int = 0, seed: int = 0) -> Boards:
+                value_from: str = "value") -> Boards:
     """Reads records `indices` into learner inputs (one pgx state per FEN). `soft`: the policy target
     is the record's `policy` (a self-play corpus: the search's target over `moves`); `value_from`:
-    the value target is the record's `value` (oracle or root value) or its game `outcome`.
-    `child_boards` > 0 appends value-only boards after them (`child_rows`)."""
+    the value target is the record's `value` (oracle or root value) or its game `outcome`."""
     n = len(indices)
     if not n:
         raise ValueError(f"no records in {store.dir} for this split")
-    if child_boards:
-        parents = load_boards(store, indices, width, temperature, soft, value_from)
-        return _concat(parents, child_rows(store, indices, width, child_boards, seed))
     obs, legal = None, np.full((n, width), -1, np.int32)
     policy, best, z = np.zeros((n, width), np.float32), np.zeros(n, np.int32), np.zeros(n, np.float32)
     for start in range(0, n, _LOAD_CHUNK):  # one batched device call per chunk of FENs
@@ -107,43 +102,6 @@ def load_boards(store: RecordStore, indices, width: int, temperature: float, sof
                                           policy_target(np.asarray(rec["values"], np.float32), b, temperature))
             best[row], z[row] = b, 2.0 * float(_record_value(rec, value_from)) - 1.0
     return Boards(obs, legal, policy, best, z)
-
-
-def child_rows(store: RecordStore, indices, width: int, per_board: int, seed: int = 0) -> Boards:
-    """Value-only boards from the records' move values: for each record, the position after its worst
-    move and after `per_board - 1` other moves drawn at random, valued 1 - that move's win probability
-    (the side to move there is the opponent), policy target all zeros (no policy loss). Game positions
-    are mostly balanced; the successors of blunders are not, so the value learns what material is
-    worth from Stockfish's own figures. A move that ends the game is skipped."""
-    rng = np.random.default_rng(seed)
-    fens, values = [], []
-    for i in indices:
-        rec = store[int(i)]
-        v = np.asarray(rec["values"], np.float32)
-        worst = int(np.argmin(v))
-        others = [int(m) for m in rng.permutation(len(v)) if m != worst]
-        board = chess.Board(rec["fen"])
-        for m in [worst] + others[:per_board - 1]:
-            board.push_uci(rec["moves"][m])
-            if not board.is_game_over(claim_draw=False):
-                fens.append(board.fen())
-                values.append(1.0 - float(v[m]))
-            board.pop()
-    if not fens:
-        raise ValueError(f"no successor boards in {store.dir} for this split")
-    obs = np.concatenate([np.asarray(chess_bridge.fens_to_states(fens[k:k + _LOAD_CHUNK]).observation, np.float16)
-                          for k in range(0, len(fens), _LOAD_CHUNK)])
-    legal = np.full((len(fens), width), -1, np.int32)
-    for row, fen in enumerate(fens):
-        board = chess.Board(fen)
-        actions = [chess_bridge.uci_to_pgx_action(m.uci(), board.turn == chess.WHITE) for m in board.legal_moves]
-        legal[row, :len(actions)] = actions
-    return Boards(obs, legal, np.zeros((len(fens), width), np.float32), np.zeros(len(fens), np.int32),
-                  2.0 * np.asarray(values, np.float32) - 1.0)
-
-
-def _concat(a: Boards, b: Boards) -> Boards:
-    return Boards(*(np.concatenate([getattr(a, f.name), getattr(b, f.name)]) for f in dataclasses.fields(Boards)))
 
 
 def _record_policy(rec: dict) -> np.ndarray:
@@ -200,7 +158,7 @@ def warm_start(cfg) -> dict:
     width = game.spec.max_legal_actions
     t0 = time.time()
     targets = dict(temperature=w.policy_temperature, soft=d.bc_soft, value_from=d.sv_from)
-    train = load_boards(store, train_idx, width, **targets, child_boards=w.child_boards, seed=w.seed)
+    train = load_boards(store, train_idx, width, **targets)
     test = load_boards(store, store.split("test", d.test_fraction)[:2000], width, **targets)
     load_seconds = time.time() - t0
     out = Path(w.out_dir)
@@ -239,7 +197,6 @@ def warm_start(cfg) -> dict:
     rate = (step - compiled_step) / max(time.time() - compiled_at, 1e-9) if step > compiled_step else 0.0
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
     metadata = {"warm_start": {"records": str(d.records), "steps": step, "train_boards": len(train),
-                               "child_boards": w.child_boards,
                                "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
                                "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
                 "search": to_dict(sp.search)}  # mcts:net= plays the preset's search, as a run's network

@@ -207,30 +207,3 @@ def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
     with pytest.raises(ValueError, match="network.history=false"):
         load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'rec'}",
                                                           "replay.anchor_fraction=0.25"])
-
-
-def test_child_boards_are_value_only_successors_valued_by_the_move_values(tmp_path):
-    """The worst move's successor first (here: the mated side's blunder is the other side's mate in
-    one), valued 1 - its win probability for the new side to move, with its own legal moves and no
-    policy target; moves that end the game are skipped."""
-    from distill.warm_start import child_rows
-    fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
-    board = chess.Board(fen)
-    moves = [m.uci() for m in board.legal_moves]
-    values = [0.1 if m == "a1a2" else (1.0 if m == "a1a8" else 0.5) for m in moves]
-    with ShardWriter(tmp_path / "rec") as w:
-        w.write({"fen": fen, "game": "g#0", "ply": 0, "moves": moves, "values": values, "value": 1.0})
-    store = RecordStore(tmp_path / "rec")
-    width = games.make("chess").spec.max_legal_actions
-    kids = child_rows(store, [0], width, per_board=len(moves))
-    assert len(kids) == len(moves) - 1  # a1a8 mates: no successor board
-    board.push_uci("a1a2")
-    first = fen_to_state(board.fen())
-    np.testing.assert_array_equal(kids.observation[0], np.asarray(first.observation, np.float16))
-    assert kids.z[0] == pytest.approx(2 * 0.9 - 1)  # the opponent's view of white's worst move
-    legal = set(np.flatnonzero(np.asarray(first.legal_action_mask)).tolist())
-    assert set(kids.legal_actions[0][kids.legal_actions[0] >= 0].tolist()) == legal
-    assert not kids.policy.any()  # value only: the cross entropy of a zero target is zero
-    np.testing.assert_allclose(kids.z[1:], 0.0)  # every other move: 0.5 for white, 0.5 for black
-    both = load_boards(store, [0], width, 0.0, child_boards=2)
-    assert len(both) == 3 and both.policy[0].sum() == 1.0 and not both.policy[1:].any()
