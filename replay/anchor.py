@@ -1,7 +1,7 @@
 """Anchor boards: a fixed set of oracle-labelled positions mixed into every learner batch.
 
 A run from a warm start (`init.network`) trains on its own search's targets, which are worse than
-the oracle's that made the start; with `learner.anchor_fraction` > 0 a share of each batch comes from
+the oracle's that made the start; with `replay.anchor_fraction` > 0 a share of each batch comes from
 the annotated boards instead (their best-move policy and the oracle's value), so self-play improves
 the network without unlearning what distillation taught it. selfplay/ reads the boards (distill's
 records) and hands the arrays to the replay buffer (`ReplayBuffer.set_anchor`), whose `sample` mixes
@@ -10,8 +10,9 @@ them in; this module only holds, samples and mixes them.
     anchor = AnchorSet.of(obs, legal_actions, policy, z)    # N boards; obs [N, *obs_shape] (packed here)
     batch = mix(replay_batch, anchor.sample(k, rng))        # [B - k] replay rows + k anchor rows
 
-Anchor rows carry `ending` ANCHOR_ENDING (no game ended: the learner reports their share as
-trained_anchor and leaves them out of sample_age) and `q` = z (the oracle's value is the best value
+Anchor rows carry `ending` ANCHOR_ENDING (no game ended: they count in none of the learner's
+trained_<ending> shares, so the progress line shows the rest as their share, and sample_age leaves
+them out) and `q` = z (the oracle's value is the best value
 target there is, whatever q_ratio says).
 """
 from __future__ import annotations
@@ -64,17 +65,14 @@ def anchor_rows(batch_size: int, fraction: float) -> int:
 
 def mix(replay: TrainingBatch, anchor: TrainingBatch, obs_shape: Optional[tuple[int, ...]] = None
         ) -> TrainingBatch:
-    """replay rows, then anchor rows. A replay batch with plain observations gets the anchor's
-    unpacked (`obs_shape` needed); a field the replay batch lacks (None) is dropped from both."""
+    """replay rows, then anchor rows (both W move slots wide: `ReplayBuffer.set_anchor` checks). A
+    replay batch with plain observations gets the anchor's unpacked (`obs_shape` needed); a field
+    the replay batch lacks (None) is dropped from both."""
     anchor_obs = anchor.observation
     if not isinstance(replay.observation, packing.PackedObservation):
         if obs_shape is None:
             raise ValueError("mixing into plain observations needs obs_shape")
         anchor_obs = packing.unpack(anchor_obs, obs_shape, np.asarray(replay.observation).dtype)
-    legal_width = replay.legal_actions.shape[1]
-    if anchor.legal_actions.shape[1] != legal_width:
-        raise ValueError(f"anchor boards have {anchor.legal_actions.shape[1]} move slots, replay "
-                         f"{legal_width}: both must be the game's max_legal_actions")
 
     def cat(a, b):
         if a is None:
