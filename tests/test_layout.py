@@ -6,6 +6,8 @@ another only through its face: the names its `__init__` lists in `__all__`."""
 from __future__ import annotations
 
 import ast
+import importlib.util
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,3 +229,60 @@ def test_the_face_check_finds_a_reach_into_a_room(tmp_path):
     found = _crossings(path, "arena", {"games": ["make"], "arena": []})
     assert [line.split(": ", 1)[0].rsplit(":", 1)[1] for line in found] == ["2", "3", "4", "5"], found
     assert "use `from games import make`" in found[0] and "'zzz'" in found[-1]
+
+
+def _config_trail():
+    """scripts/config_trail.py, loaded by path (scripts/ is no package)."""
+    spec = importlib.util.spec_from_file_location("config_trail", ROOT / "scripts" / "config_trail.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_call_path_of_the_run_returns_to_a_room_it_left():
+    # the run's config goes down the floors: no call path goes from a room to another and back
+    # (the flat trail's `returns`, run's own calls from room to room included, is reported, not bounded)
+    trail = _config_trail().measure()
+    assert (trail.steps[0].file, trail.steps[0].function) == ("selfplay/run.py", "run")
+    assert len({s.file for s in trail.steps}) > 5 and trail.summary()["returns"] == len(trail.return_steps())
+    assert trail.summary()["loop_steps"] == []
+
+
+def test_the_config_trail_on_a_small_repo(tmp_path):
+    files = {
+        "a/__init__.py": "import importlib\n_LAZY = {'helper': 'a.tools'}\n__all__ = ['helper']\n",
+        "a/tools.py": "def helper(x):\n    return x\n\n\ndef deep(y):\n    pass\n\n\ndef finish(cfg):\n    return cfg\n",
+        "a/run.py": ("import b\nfrom a import helper, tools\nfrom c import Engine\n\n\n"
+                     "def run(cfg):\n"
+                     "    helper(cfg.x)\n"  # through a's _LAZY face
+                     "    b.prepare(cfg)\n"  # through b's re-export
+                     "    eng = Engine(cfg.engine)\n"
+                     "    eng.go()\n"  # no config passed, but eng was built with it
+                     "    tools.finish(cfg)\n"  # a submodule named by `from a import tools`
+                     "    print(cfg)\n"  # outside
+                     "    f = pick()\n    f(cfg)\n"  # unresolved
+                     "    b.prepare(0)\n"),  # no config: not followed (and visited already)
+        "b/__init__.py": "from b.prep import late, prepare\n__all__ = ['late', 'prepare']\n",
+        "b/prep.py": ("def prepare(cfg):\n    from a.tools import helper\n    helper(cfg)\n    y = cfg.y\n"
+                      "    _inner(y)\n    _unused(1)\n\n\ndef _inner(y):\n    from a.tools import deep\n    deep(y)\n\n\n"
+                      "def _unused(n):\n    pass\n\n\ndef late(e):\n    pass\n"),
+        "c.py": ("import b\n\n\nclass Engine:\n    def __init__(self, ecfg):\n        self.ecfg = ecfg\n\n"
+                 "    def go(self):\n        self._step()\n        b.late(self.ecfg)\n\n"
+                 "    def _step(self):\n        pass\n"),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    trail = _config_trail().measure(tmp_path, "a.run", "run")
+    assert [f"{s.file}:{s.function}" for s in trail.steps] == [
+        "a/run.py:run", "a/tools.py:helper", "b/prep.py:prepare", "b/prep.py:_inner", "a/tools.py:deep",
+        "c.py:Engine.__init__",
+        "c.py:Engine.go", "c.py:Engine._step", "b/prep.py:late", "a/tools.py:finish"]
+    assert trail.rooms() == ["a", "b", "a", "c.py", "b", "a"]
+    summary = trail.summary()
+    assert (summary["returns"], summary["files"], summary["loops"]) == (3, 4, 1)
+    assert summary["return_steps"] == ["a/tools.py:deep <- b/prep.py:_inner", "b/prep.py:late <- c.py:Engine.go",
+                                       "a/tools.py:finish <- a/run.py:run"]
+    assert summary["loop_steps"] == ["a/tools.py:deep: a -> b -> a"]
+    assert summary["unresolved"] == ["a/run.py:14 f"] and summary["outside"] == {"print": 1}
