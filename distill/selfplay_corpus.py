@@ -16,44 +16,67 @@ import chess
 import numpy as np
 from rich.progress import track
 
-from arena import one_ply_values
+from arena import one_ply_values_many
 from distill.records import ShardWriter, build_index, iter_records
 
 Teacher = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
 
 
+RECORDS_PER_CALL = 128  # records whose successors share one teacher call (~3,000 boards)
+
+
 def complete_record(rec: dict, teacher: Teacher) -> dict:
     """`rec` with the values of its unvisited moves replaced by the teacher's one-ply values."""
-    policy = rec.get("policy")
-    if policy is None:
-        raise ValueError(f"record {rec.get('game')}/{rec.get('ply')} has no visit distribution")
-    board = chess.Board(rec["fen"])
-    values = list(rec["values"])
-    unvisited = [i for i, share in enumerate(policy) if share <= 0]
-    scores = one_ply_values(board, [chess.Move.from_uci(rec["moves"][i]) for i in unvisited], teacher)
-    for i, v in zip(unvisited, scores):
-        values[i] = float(v)
-    return {**rec, "values": values, "value_source": "search_q+teacher_one_ply"}
+    return complete_records([rec], teacher)[0]
+
+
+def complete_records(recs: Sequence[dict], teacher: Teacher) -> list[dict]:
+    """`complete_record` of each, with one teacher call for all their unvisited moves' successors."""
+    unvisited = []
+    for rec in recs:
+        if rec.get("policy") is None:
+            raise ValueError(f"record {rec.get('game')}/{rec.get('ply')} has no visit distribution")
+        unvisited.append([i for i, share in enumerate(rec["policy"]) if share <= 0])
+    positions = [(chess.Board(rec["fen"]), [chess.Move.from_uci(rec["moves"][i]) for i in rows])
+                 for rec, rows in zip(recs, unvisited)]
+    out = []
+    for rec, rows, scores in zip(recs, unvisited, one_ply_values_many(positions, teacher)):
+        values = list(rec["values"])
+        for i, v in zip(rows, scores):
+            values[i] = float(v)
+        out.append({**rec, "values": values, "value_source": "search_q+teacher_one_ply"})
+    return out
 
 
 def complete_action_values(corpus_dir: str | Path, out_dir: str | Path, teacher: Teacher,
                            show_progress: bool = True) -> dict:
     """Writes the corpus's records with completed action values into `out_dir` (resumable by
     rerunning into a fresh directory; the frozen corpus itself is never written)."""
+    if not any(Path(corpus_dir).glob("shard-*")):
+        raise FileNotFoundError(f"{corpus_dir}: no corpus shards (freeze a run's: python -m replay.corpus runs/<name>)")
     if Path(out_dir).exists() and any(Path(out_dir).iterdir()):
         raise FileExistsError(f"{out_dir} is not empty: complete into a new directory")
-    n = 0
+    n, group = 0, []
     with ShardWriter(out_dir) as writer:
         for rec in track(iter_records(corpus_dir), "complete AV", disable=not show_progress):
             if "fen" not in rec:
                 raise ValueError(f"{corpus_dir}: not a chess corpus (records have no 'fen')")
-            writer.write(complete_record(rec, teacher))
-            n += 1
+            group.append(rec)
+            if len(group) == RECORDS_PER_CALL:
+                n += _write(writer, complete_records(group, teacher))
+                group = []
+        n += _write(writer, complete_records(group, teacher)) if group else 0
     build_index(out_dir)
     return {"records": n, "out_dir": str(out_dir)}
 
 
-def network_teacher(net_dir: str | Path, batch: int = 64) -> Teacher:
+def _write(writer: ShardWriter, recs: list[dict]) -> int:
+    for rec in recs:
+        writer.write(rec)
+    return len(recs)
+
+
+def network_teacher(net_dir: str | Path, batch: int = 256) -> Teacher:
     """A teacher from a self-play network directory (models/network_dir.py, game "chess", e.g.
     runs/<name>/network): the value head on the pgx observation of each board (rebuilt from its
     FEN: no history planes)."""
@@ -71,7 +94,31 @@ def network_teacher(net_dir: str | Path, batch: int = 64) -> Teacher:
 
     def values(boards: Sequence[chess.Board]) -> np.ndarray:
         obs = np.asarray(chess_bridge.fens_to_states([b.fen() for b in boards]).observation)
+        pad = -len(obs) % batch  # whole batches only: one compiled shape
+        obs = np.concatenate([obs, np.repeat(obs[-1:], pad, axis=0)]) if pad else obs
         out = [np.asarray(apply(jnp.asarray(obs[i:i + batch]))) for i in range(0, len(obs), batch)]
-        return (np.concatenate(out) + 1) / 2
+        return (np.concatenate(out)[:len(boards)] + 1) / 2
 
     return values
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """python -m distill.selfplay_corpus CORPUS OUT --teacher NET: the AV-completed copy of a corpus."""
+    import argparse
+    import json
+    import sys
+    parser = argparse.ArgumentParser(description="A frozen self-play corpus with every unvisited move's value "
+                                                 "from the teacher network's one-ply value (for AV students).")
+    parser.add_argument("corpus", help="a frozen corpus (python -m replay.corpus runs/<name>)")
+    parser.add_argument("out", help="a new directory for the completed records")
+    parser.add_argument("--teacher", required=True, help="a chess self-play network directory")
+    args = parser.parse_args(argv)
+    try:
+        teacher = network_teacher(args.teacher)
+        print(json.dumps(complete_action_values(args.corpus, args.out, teacher)))
+    except (FileNotFoundError, FileExistsError, ValueError) as e:
+        sys.exit(f"distill.selfplay_corpus: {e}")
+
+
+if __name__ == "__main__":
+    main()

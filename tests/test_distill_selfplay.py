@@ -97,3 +97,24 @@ def test_av_values_of_unvisited_moves_come_from_the_teacher(frozen, tmp_path):
     assert len(seen) == sum(len(r["moves"]) - 2 for r in iter_records(frozen))
     with pytest.raises(FileExistsError):
         selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher)
+
+
+def test_grouped_completion_equals_one_record_at_a_time(frozen, tmp_path, monkeypatch):
+    calls = []
+
+    def teacher(boards):  # a value that differs per board, so a mixed-up split would show
+        calls.append(len(boards))
+        return np.array([(sum(map(ord, b.fen())) % 97) / 97 for b in boards])
+
+    monkeypatch.setattr(selfplay_corpus, "RECORDS_PER_CALL", 2)  # groups of 2 and a remainder
+    selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, show_progress=False)
+    grouped = list(iter_records(tmp_path / "av"))
+    one_by_one = [selfplay_corpus.complete_record(rec, teacher) for rec in iter_records(frozen)]
+    assert [r["values"] for r in grouped] == [r["values"] for r in one_by_one]
+    assert len(calls) == -(-len(MOVES) // 2) + len(MOVES)  # one call per group, then one per record
+
+
+def test_the_completion_command_names_a_missing_corpus(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        selfplay_corpus.main([str(tmp_path / "nowhere"), str(tmp_path / "av"), "--teacher", "networks/chess_distilled_4x64"])
+    assert "no corpus shards" in str(exit_.value) and not (tmp_path / "av").exists()
