@@ -17,6 +17,7 @@ files are made read-only and a non-empty corpus directory is never written into.
 A finished (or stopped) run's replay is frozen from the command line too:
     python -m replay.corpus runs/<name>                      # -> runs/<name>/corpus/
     python -m replay.corpus runs/<name> --out data/corpus-a  # anywhere else
+    python -m replay.corpus runs/a runs/b --out data/corpus-ab  # several runs, one corpus
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import Sequence
 
 from replay import chunks, shards
 from replay.record import GameRecord
@@ -56,15 +58,15 @@ def _chess_rows(record: GameRecord):
         history.append(played.uci())
 
 
-def rows(record: GameRecord):
-    """The corpus rows (dicts) of one game, one per position."""
+def rows(record: GameRecord, game_prefix: str = ""):
+    """The corpus rows (dicts) of one game, one per position; its id is `game_prefix` + the run's id."""
     offsets = record.offsets()
     z = record.outcome()
     extras = _chess_rows(record) if record.game == "chess" else None
     for t in range(record.plies):
         lo, hi = int(offsets[t]), int(offsets[t + 1])
         row = {
-            "game": record.game_id, "ply": t, "actions": record.actions[:t].tolist(),
+            "game": game_prefix + record.game_id, "ply": t, "actions": record.actions[:t].tolist(),
             "legal_actions": record.legal_actions[lo:hi].tolist(),
             "policy": record.policy[lo:hi].tolist(), "child_q": record.child_q[lo:hi].tolist(),
             "root_value": float(record.root_value[t]), "z": float(z[t]),
@@ -75,27 +77,32 @@ def rows(record: GameRecord):
         yield row
 
 
-def freeze(replay_dir: str | os.PathLike, out_dir: str | os.PathLike,
+def freeze(replay_dirs: str | os.PathLike | Sequence[str | os.PathLike], out_dir: str | os.PathLike,
            positions_per_shard: int = POSITIONS_PER_SHARD) -> dict:
-    """Writes the corpus of every game in `replay_dir`; returns (and writes) its manifest."""
+    """Writes the corpus of every game in `replay_dirs` (one run's replay/, or several: each game id
+    then starts with its run's index in `replays`, "1:a0-7", so that two runs' games stay apart, e.g.
+    in the held-out split); returns (and writes) its manifest."""
+    dirs = [replay_dirs] if isinstance(replay_dirs, (str, os.PathLike)) else list(replay_dirs)
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty: a frozen corpus is immutable, freeze into a new directory")
     out.mkdir(parents=True, exist_ok=True)
     games, positions, pending = 0, 0, []
     with shards.FrameWriter(out, shards.RECORD_SHARDS, positions_per_shard) as writer:
-        for record in chunks.read_all(replay_dir):
-            games += 1
-            for row in rows(record):
-                pending.append(shards.pack_map(row))
-                positions += 1
-            if len(pending) >= SYNC_EVERY:
-                writer.append(pending)
-                pending = []
+        for i, replay_dir in enumerate(dirs):
+            prefix = f"{i}:" if len(dirs) > 1 else ""
+            for record in chunks.read_all(replay_dir):
+                games += 1
+                for row in rows(record, prefix):
+                    pending.append(shards.pack_map(row))
+                    positions += 1
+                if len(pending) >= SYNC_EVERY:
+                    writer.append(pending)
+                    pending = []
         writer.append(pending)
     files = shards.RECORD_SHARDS.paths(out)
     manifest = {
-        "games": games, "positions": positions,
+        "games": games, "positions": positions, "replays": [str(Path(d).resolve()) for d in dirs],
         "shards": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in files],
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -109,19 +116,24 @@ def main(argv=None) -> int:
     import sys
 
     from replay.record import RecordError
-    p = argparse.ArgumentParser(prog="python -m replay.corpus", description="freeze a run's replay into a corpus")
-    p.add_argument("run_dir", help="runs/<name>/ (its replay/ is read)")
-    p.add_argument("--out", default="", help="corpus directory (default: <run_dir>/corpus)")
+    p = argparse.ArgumentParser(prog="python -m replay.corpus",
+                                description="freeze the replay of one run (or several) into a corpus")
+    p.add_argument("run_dirs", nargs="+", help="runs/<name>/ (its replay/ is read); several: one corpus of all")
+    p.add_argument("--out", default="", help="corpus directory (default: <run_dir>/corpus; required for several)")
     args = p.parse_args(argv)
-    replay_dir = Path(args.run_dir) / "replay"
-    out = Path(args.out or Path(args.run_dir) / "corpus")
-    if not (replay_dir.is_dir() and chunks.chunk_paths(replay_dir)):
-        print(f"replay.corpus: {replay_dir} holds no replay chunks: give a run directory (runs/<name>)",
-              file=sys.stderr)
+    if len(args.run_dirs) > 1 and not args.out:
+        print("replay.corpus: several runs make one corpus: name it with --out DIR", file=sys.stderr)
         return 2
+    replay_dirs = [Path(d) / "replay" for d in args.run_dirs]
+    out = Path(args.out or Path(args.run_dirs[0]) / "corpus")
+    for replay_dir in replay_dirs:
+        if not (replay_dir.is_dir() and chunks.chunk_paths(replay_dir)):
+            print(f"replay.corpus: {replay_dir} holds no replay chunks: give a run directory (runs/<name>)",
+                  file=sys.stderr)
+            return 2
     fresh = not out.exists()
     try:
-        manifest = freeze(replay_dir, out)
+        manifest = freeze(replay_dirs, out)
     except FileExistsError as e:
         print(f"replay.corpus: {e}", file=sys.stderr)
         return 2

@@ -118,3 +118,18 @@ def test_the_completion_command_names_a_missing_corpus(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         selfplay_corpus.main([str(tmp_path / "nowhere"), str(tmp_path / "av"), "--teacher", "networks/chess_distilled_4x64"])
     assert "no corpus shards" in str(exit_.value) and not (tmp_path / "av").exists()
+
+
+def test_several_runs_freeze_into_one_corpus_with_their_games_apart(tmp_path):
+    runs = []
+    for name in ("run_a", "run_b"):  # the same game id in both runs
+        writer = chunks.ChunkWriter(tmp_path / name / "replay")
+        writer.append(_game_record())
+        writer.close()
+        runs.append(tmp_path / name)
+    assert corpus.main([str(r) for r in runs]) == 2  # several runs need --out
+    assert corpus.main([*map(str, runs), "--out", str(tmp_path / "both")]) == 0
+    store = RecordStore(tmp_path / "both")
+    assert len(store) == 2 * len(MOVES)
+    assert sorted({store[i]["game"] for i in range(len(store))}) == ["0:a0-1", "1:a0-1"]
+    assert [store[i]["fen"] for i in range(len(MOVES))] == [store[len(MOVES) + i]["fen"] for i in range(len(MOVES))]
