@@ -304,11 +304,14 @@ class _Session:
                              self.value_health.value_std_start)
 
     def finish_evaluation(self) -> None:
-        """With the actors stopped: the evaluation in flight, then the final network's (`at_end`)."""
+        """With the actors stopped: the evaluation in flight, then the final network's (`at_end`); after
+        a signal neither (the one in flight is dropped)."""
         if self.evaluator is None:
             return
         try:
-            if self.final_variables is not None:
+            if self.state.stop_reason == "interrupted":  # Ctrl-C or SIGTERM: end within seconds
+                self.evaluator.abandon()
+            elif self.final_variables is not None:
                 for report in self.evaluator.finish(self._eval_request(self.final_variables)):
                     self.progress.evaluated(report)
         except (ray.exceptions.RayError, KeyboardInterrupt) as e:

@@ -247,14 +247,16 @@ def _kill_dash_nine(proc: subprocess.Popen) -> None:
 
 def _stopped_summary(proc: subprocess.Popen, how: str) -> dict:
     """Ctrl-C (SIGINT to the process group) or SIGTERM (to the driver alone); the run's JSON summary
-    (its last line on stdout with --json)."""
+    (its last line on stdout with --json), with "stop_seconds": from the signal to the exit."""
     import json
     try:
+        sent = time.monotonic()
         if how == "ctrl-c":
             os.killpg(proc.pid, signal.SIGINT)
         else:
             proc.terminate()
         proc.wait(timeout=90)
+        stop_seconds = time.monotonic() - sent
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -262,7 +264,7 @@ def _stopped_summary(proc: subprocess.Popen, how: str) -> dict:
     lines = []
     while (line := proc.lines.get(timeout=30)) is not None:
         lines.append(line)
-    return json.loads("".join(lines).strip().splitlines()[-1])
+    return {**json.loads("".join(lines).strip().splitlines()[-1]), "stop_seconds": stop_seconds}
 
 
 @pytest.mark.slow
@@ -307,11 +309,14 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     assert _checkpoint_steps(run_dir)[-1] == after_ctrl_c["step"] >= killed_step + 10
     assert after_ctrl_c["samples_trained"] == after_ctrl_c["step"] * 128  # the preset's batch
 
+    # an evaluation requested at every step, so one is in flight when SIGTERM comes: it is dropped,
+    # not waited for (a scheduler kills a job 30 s after its SIGTERM; the run needs a few seconds)
     proc = _start(base + ["--resume"], "learner.checkpoint_every=1000", "learner.placement=driver",
-                  "evaluation.enabled=true", how="sigterm")
+                  "evaluation.enabled=true", "evaluation.every_steps=1", "evaluation.openings=1000", how="sigterm")
     _wait_for_step(proc, after_ctrl_c["step"] + 10)
     after_sigterm = _stopped_summary(proc, "sigterm")
     assert after_sigterm["stop_reason"] == "interrupted"
+    assert after_sigterm["stop_seconds"] < 20, after_sigterm["stop_seconds"]
     assert after_sigterm["start_step"] == after_ctrl_c["step"]
     assert after_sigterm["games_total"] == len(_games_on_disk(run_dir))
     assert _checkpoint_steps(run_dir)[-1] == after_sigterm["step"] >= after_ctrl_c["step"] + 10

@@ -90,10 +90,21 @@ class EvaluatorHandle:
             reports += [report] if report else []
         return reports
 
+    def abandon(self) -> None:
+        """At a stop by a signal: the evaluation in flight is dropped, not waited for (a run must end
+        within a scheduler's grace period); resuming evaluates the network it reaches when due."""
+        if self._in_flight is not None:
+            print(f"the evaluation of step {self.last_step} in flight was dropped (a signal stopped the run)",
+                  file=sys.stderr, flush=True)
+            self._in_flight = None
+
     def close(self) -> None:
+        """Stops the actor: its engines first when it is idle (an actor busy with an evaluation would
+        answer only after it), else at once (its engines read EOF on stdin when it dies)."""
         import ray
         try:
-            ray.get(self.actor.close.remote(), timeout=30)  # stops its engines
+            if self._in_flight is None:
+                ray.get(self.actor.close.remote(), timeout=30)
         except ray.exceptions.RayError:
             pass  # already gone (Ctrl-C of the process group)
         finally:
