@@ -1,6 +1,7 @@
 """The config loader: YAML presets, dotted overrides, and errors that name the key."""
 import dataclasses
 import re
+from pathlib import Path
 from typing import ClassVar, Literal, Optional
 
 import pytest
@@ -151,3 +152,22 @@ def test_every_numeric_setting_refuses_minus_one_by_name(cli):
     for key in keys:
         with pytest.raises(ConfigError, match=key.rsplit(".", 1)[-1]):
             load(cls, preset, base + [f"{key}=-1"])
+
+
+def test_every_preset_loads_with_its_command(monkeypatch):
+    """configs/*.yaml: each loads into its command's config (a renamed key would fail here, not in a
+    user's run), and a warm-start preset's init.network fits its network (as the run checks it)."""
+    from arena.play.match import MatchConfig
+    from distill.config import DistillConfig
+    from selfplay import prepare
+    from selfplay.config import SelfPlayConfig
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)  # init.network is relative to the checkout, as the README runs it
+    presets = sorted((root / "configs").glob("*.yaml"))
+    assert len(presets) >= 10
+    for path in presets:
+        cls = DistillConfig if path.name.startswith("distill") else MatchConfig if path.name == "match.yaml" \
+            else SelfPlayConfig
+        cfg = load(cls, path)
+        if cls is SelfPlayConfig and cfg.init.network:
+            assert prepare._init_variables(cfg)["params"], path.name
