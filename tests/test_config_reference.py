@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
-import sys
 from pathlib import Path
+
+from by_path import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @functools.lru_cache(maxsize=None)
 def _reference():
-    spec = importlib.util.spec_from_file_location("config_reference", ROOT / "scripts" / "config_reference.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / "scripts" / "config_reference.py", "config_reference")
 
 
 def test_docs_config_md_is_what_the_dataclasses_generate():

@@ -6,9 +6,9 @@ another only through its face: the names its `__init__` lists in `__all__`."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
+
+from by_path import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("actors", "arena", "bench", "configs", "distill", "games", "learner", "models", "replay", "runtime",
@@ -232,12 +232,8 @@ def test_the_face_check_finds_a_reach_into_a_room(tmp_path):
 
 
 def _config_trail():
-    """scripts/config_trail.py, loaded by path (scripts/ is no package)."""
-    spec = importlib.util.spec_from_file_location("config_trail", ROOT / "scripts" / "config_trail.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """scripts/config_trail.py (scripts/ is no package)."""
+    return load_module(ROOT / "scripts" / "config_trail.py", "config_trail")
 
 
 def test_no_call_path_of_the_run_returns_to_a_room_it_left():
