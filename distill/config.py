@@ -145,6 +145,10 @@ class WarmStartConfig:
     checkpoint_minutes: float = 5.0  # training state saved this often (and at the end); 0: at the end only
     policy_temperature: float = 0.0  # 0: one-hot on the best move; > 0: softmax(move win probs / T)
     max_boards: int = 0  # training boards read (0: all of the train split)
+    # per board, this many of its successors (after legal moves drawn uniformly) join training as
+    # value-only boards valued 1 - that move's win probability: the value the search reads one ply
+    # down, blunders included (distill/warm_start.py successor_boards)
+    successor_boards: int = 0
     log_every: int = 100  # steps between printed losses
     progress: bool = True  # print the losses
     seed: int = 0  # network initialisation and batch order
@@ -157,7 +161,7 @@ class WarmStartConfig:
             raise ValueError(f"warm_start.devices must be >= 0 (0: every device), got {self.devices}")
         check_at_least(self, 1, "batch_size", "log_every", prefix="warm_start.")
         check_at_least(self, 0, "max_steps", "max_seconds", "policy_temperature", "max_boards", "seed",
-                       "checkpoint_minutes", prefix="warm_start.")
+                       "checkpoint_minutes", "successor_boards", prefix="warm_start.")
         if self.learning_rate <= 0:
             raise ValueError(f"warm_start.learning_rate must be > 0, got {self.learning_rate:g}")
 

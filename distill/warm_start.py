@@ -29,6 +29,7 @@ import json
 import time
 from pathlib import Path
 
+import chess
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -104,6 +105,43 @@ def load_boards(store: RecordStore, indices, width: int, temperature: float, sof
     return Boards(obs, legal, policy, best, z)
 
 
+def successor_boards(store: RecordStore, indices, width: int, per_board: int, seed: int = 0) -> Boards:
+    """Value-only boards one ply below the records: for each record, the positions after `per_board`
+    of its moves drawn uniformly without replacement, each valued 1 - that move's win probability (the
+    side to move there is the opponent), with its own legal moves and no policy target (a zero target's
+    cross entropy is zero). A search values its root's moves by these boards, bad moves as well as
+    good, so the value learns what a hung piece costs from Stockfish's own move values; game positions
+    alone are mostly balanced. A move that ends the game is skipped (the search scores it by the rules)."""
+    rng = np.random.default_rng(seed)
+    fens, values = [], []
+    for i in indices:
+        rec = store[int(i)]
+        board = chess.Board(rec["fen"])
+        for m in rng.permutation(len(rec["moves"]))[:per_board]:
+            board.push_uci(rec["moves"][m])
+            if not board.is_game_over(claim_draw=False):
+                fens.append(board.fen())
+                values.append(1.0 - float(rec["values"][m]))
+            board.pop()
+    if not fens:
+        raise ValueError(f"no successor boards in {store.dir} for this split")
+    legal = np.full((len(fens), width), -1, np.int32)
+    chunks = []
+    for start in range(0, len(fens), _LOAD_CHUNK):
+        states = chess_bridge.fens_to_states(fens[start:start + _LOAD_CHUNK])
+        chunks.append(np.asarray(states.observation, np.float16))
+        for row, mask in enumerate(np.asarray(states.legal_action_mask), start):
+            actions = np.flatnonzero(mask)
+            legal[row, :len(actions)] = actions
+    obs = np.concatenate(chunks)
+    return Boards(obs, legal, np.zeros((len(fens), width), np.float32), np.zeros(len(fens), np.int32),
+                  2.0 * np.asarray(values, np.float32) - 1.0)
+
+
+def concat(*parts: Boards) -> Boards:
+    return Boards(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(Boards)))
+
+
 def _record_policy(rec: dict) -> np.ndarray:
     if rec.get("policy") is None:
         raise ValueError(f"record {rec.get('game')}/{rec.get('ply')} has no policy (Stockfish annotations "
@@ -159,6 +197,8 @@ def warm_start(cfg) -> dict:
     t0 = time.time()
     targets = dict(temperature=w.policy_temperature, soft=d.bc_soft, value_from=d.sv_from)
     train = load_boards(store, train_idx, width, **targets)
+    if w.successor_boards:
+        train = concat(train, successor_boards(store, train_idx, width, w.successor_boards, w.seed))
     test = load_boards(store, store.split("test", d.test_fraction)[:2000], width, **targets)
     load_seconds = time.time() - t0
     out = Path(w.out_dir)
@@ -197,6 +237,7 @@ def warm_start(cfg) -> dict:
     rate = (step - compiled_step) / max(time.time() - compiled_at, 1e-9) if step > compiled_step else 0.0
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
     metadata = {"warm_start": {"records": str(d.records), "steps": step, "train_boards": len(train),
+                               "successor_boards": w.successor_boards,
                                "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
                                "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
                 "search": to_dict(sp.search)}  # mcts:net= plays the preset's search, as a run's network
