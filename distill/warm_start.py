@@ -196,9 +196,10 @@ def warm_start(cfg) -> dict:
     width = game.spec.max_legal_actions
     t0 = time.time()
     targets = dict(temperature=w.policy_temperature, soft=d.bc_soft, value_from=d.sv_from)
-    train = load_boards(store, train_idx, width, **targets)
+    parents = load_boards(store, train_idx, width, **targets)
+    train = parents  # and their successors, value-only (move accuracy is the parents')
     if w.successor_boards:
-        train = concat(train, successor_boards(store, train_idx, width, w.successor_boards, w.seed))
+        train = concat(parents, successor_boards(store, train_idx, width, w.successor_boards, w.seed))
     test = load_boards(store, store.split("test", d.test_fraction)[:2000], width, **targets)
     load_seconds = time.time() - t0
     out = Path(w.out_dir)
@@ -249,8 +250,9 @@ def warm_start(cfg) -> dict:
                "seconds": time.time() - start, "total_seconds": spent + time.time() - start,
                "load_seconds": load_seconds,
                "examples_per_second": rate * w.batch_size, "train_boards": len(train),
+               "successor_boards": len(train) - len(parents),
                "last": losses[-1] if losses else None,
-               "test": evaluate(net, variables, test), "train_sample": evaluate(net, variables, _head(train))}
+               "test": evaluate(net, variables, test), "train_sample": evaluate(net, variables, _head(parents))}
     (out / "warm_start.json").write_text(json.dumps(summary, indent=1))
     return summary
 
