@@ -309,14 +309,15 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     assert _checkpoint_steps(run_dir)[-1] == after_ctrl_c["step"] >= killed_step + 10
     assert after_ctrl_c["samples_trained"] == after_ctrl_c["step"] * 128  # the preset's batch
 
-    # an evaluation requested at every step, so one is in flight when SIGTERM comes: it is dropped,
-    # not waited for (a scheduler kills a job 30 s after its SIGTERM; waiting took 52 s here)
+    # an evaluation requested at every step, so one is in flight when SIGTERM comes: it is dropped and
+    # its actor killed, not waited for (a scheduler kills a job 30 s after its SIGTERM; waiting for the
+    # evaluation took 52 s here, waiting for the busy actor to close 11 s of a 15 s stop)
     proc = _start(base + ["--resume"], "learner.checkpoint_every=1000", "learner.placement=driver",
                   "evaluation.enabled=true", "evaluation.every_steps=1", "evaluation.openings=1000", how="sigterm")
     _wait_for_step(proc, after_ctrl_c["step"] + 10)
     after_sigterm = _stopped_summary(proc, "sigterm")
     assert after_sigterm["stop_reason"] == "interrupted"
-    assert after_sigterm["stop_seconds"] < 30, after_sigterm["stop_seconds"]
+    assert after_sigterm["stop_seconds"] < 10, after_sigterm["stop_seconds"]
     assert after_sigterm["start_step"] == after_ctrl_c["step"]
     assert after_sigterm["games_total"] == len(_games_on_disk(run_dir))
     assert _checkpoint_steps(run_dir)[-1] == after_sigterm["step"] >= after_ctrl_c["step"] + 10

@@ -92,15 +92,16 @@ class EvaluatorHandle:
 
     def abandon(self) -> None:
         """At a stop by a signal: the evaluation in flight is dropped, not waited for (a run must end
-        within a scheduler's grace period); resuming evaluates the network it reaches when due."""
+        within a scheduler's grace period), and the actor busy with it killed by `close`; resuming
+        evaluates the network it reaches when due."""
         if self._in_flight is not None:
             print(f"the evaluation of step {self.last_step} in flight was dropped (a signal stopped the run)",
                   file=sys.stderr, flush=True)
-            self._in_flight = None
 
     def close(self) -> None:
         """Stops the actor: its engines first when it is idle (an actor busy with an evaluation would
-        answer only after it), else at once (its engines read EOF on stdin when it dies)."""
+        answer only after it: one abandoned or still in flight), else at once (its engines read EOF on
+        stdin when it dies)."""
         import ray
         try:
             if self._in_flight is None:
@@ -108,4 +109,5 @@ class EvaluatorHandle:
         except ray.exceptions.RayError:
             pass  # already gone (Ctrl-C of the process group)
         finally:
+            self._in_flight = None
             ray.kill(self.actor)
