@@ -49,6 +49,18 @@ class NetworkConfig:
     # moves before them: distill.py warm-start) then reads a game's positions as it was trained to
     history: bool = True
 
+    def architecture(self) -> tuple:
+        """What decides the parameters' shapes and meaning: two configs with equal architectures hold
+        each other's variables (e.g. a warm start's network and the run that starts from it)."""
+        return self.family, getattr(self, self.family), self.input_features, self.history
+
+    def describe(self) -> str:
+        """One line of what the architecture is, as `--set network.*` would write it."""
+        sub = dataclasses.asdict(getattr(self, self.family))
+        features = f" input_features={list(self.input_features)}" if self.input_features else ""
+        history = "" if self.history else " history=false"
+        return f"{self.family} " + " ".join(f"{k}={v}" for k, v in sub.items()) + features + history
+
 
 def check_game(cfg: NetworkConfig, game: str) -> None:
     """Raises one ValueError line when `cfg` cannot read `game`'s observation (the config loader and

@@ -19,7 +19,6 @@ import jax
 import ray
 import yaml
 
-import models
 from configs import ConfigError, to_dict, upgrade
 from learner import TrainState, init_train_state
 from models import network_dir
@@ -154,19 +153,10 @@ def _init_variables(cfg: SelfPlayConfig) -> dict:
     if ckpt.game != cfg.game:
         raise RunError(f"{where} plays {ckpt.game or 'no pgx game'}, this run plays {cfg.game}: "
                        "warm-start from a network of this game")
-    same = lambda a, b: ((a.family, getattr(a, a.family), a.input_features, a.history)
-                         == (b.family, getattr(b, b.family), b.input_features, b.history))
-    if not same(ckpt.config, cfg.network):
-        raise RunError(f"{where} is a {_shape(ckpt.config)}, the run's network a {_shape(cfg.network)}: "
+    if ckpt.config.architecture() != cfg.network.architecture():
+        raise RunError(f"{where} is a {ckpt.config.describe()}, the run's network a {cfg.network.describe()}: "
                        "set network.* as in its network.yaml, or warm-start a network of this shape")
     return {"params": ckpt.variables["params"], "batch_stats": ckpt.variables.get("batch_stats", {})}
-
-
-def _shape(net: models.NetworkConfig) -> str:
-    sub = to_dict(net).get(net.family, {})
-    features = f" input_features={list(net.input_features)}" if net.input_features else ""
-    history = "" if net.history else " history=false"
-    return f"{net.family} " + " ".join(f"{k}={v}" for k, v in sub.items()) + features + history
 
 
 def reload_replay(replay, run_dir: Path) -> ReplayStats:
