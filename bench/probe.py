@@ -4,7 +4,9 @@
     .venv/bin/python bench/probe.py --net A --net B --sims 64 --grid              # every Q transform
     .venv/bin/python bench/probe.py --net A --search "policy=puct,q_transform=fpu" --sims 400
 
-For each network: its raw policy's and its value head's figures, then each search's agreement with
+For each network: its raw policy's and its value head's figures, its value's one-ply move (the move
+whose successor the value rates worst for the opponent: what a search reads of the value one ply down,
+where a hung piece shows), then each search's agreement with
 Stockfish's best move and its regret (win% lost per move), each search as the arena plays it
 (`SearchConfig.for_play` over the network's recorded search, then the variant's keys). `--grid`
 measures the Q transforms and value scales that decide whether a search keeps what the prior knows
@@ -44,6 +46,29 @@ def parse_keys(text: str) -> dict:
     return out
 
 
+def value_one_ply(game, apply, width: int):
+    """(variables) -> a batched mover (arena/batched/probe.py's BatchMover) that plays the move whose
+    successor the value head rates worst for the side to move there; a move that ends the game scores
+    its reward. `width` >= the most legal moves of a position (the probe set's)."""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def choose(variables, states):
+        batch = states.legal_action_mask.shape[0]
+        _, actions = jax.lax.top_k(states.legal_action_mask.astype(jnp.int32), width)  # [B, W] legal first
+        legal = jnp.take_along_axis(states.legal_action_mask, actions, axis=1)
+        children = game.step(jax.tree.map(lambda x: jnp.repeat(x, width, axis=0), states), actions.reshape(-1))
+        value = apply(variables, game.observe(children)).value.reshape(batch, width)  # for the opponent
+        mover = jnp.repeat(states.current_player, width)[:, None]
+        reward = jnp.take_along_axis(game.rewards(children), mover, axis=1).reshape(batch, width)
+        q = jnp.where(game.terminal(children).reshape(batch, width), reward, -value)
+        best = jnp.argmax(jnp.where(legal, q, -jnp.inf), axis=1)
+        return jnp.take_along_axis(actions, best[:, None], axis=1)[:, 0]
+
+    return lambda variables: (lambda states, key: choose(variables, states))
+
+
 def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -> dict:
     import dataclasses
 
@@ -58,6 +83,11 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
     out = {"net": net_dir, "policy": dataclasses.asdict(report.policy), "value": dataclasses.asdict(report.value),
            "random": dataclasses.asdict(report.random), "searches": {}}
     game = games.make("chess")
+    one_ply = probe.score(probe_lib.mover_actions(probe, value_one_ply(game, apply, probe.actions.shape[1])(
+        network.variables), batch_size=32))
+    out["value_one_ply"] = dataclasses.asdict(one_ply)
+    print(f"{net_dir} value one ply: {100 * one_ply.agreement:.1f}% agree, regret {one_ply.regret:.1f}",
+          file=sys.stderr, flush=True)
     for name, keys in variants.items():
         cfg = search_config(network.metadata, {**keys, "num_simulations": sims}, f"network directory {net_dir}")
         fn = search_lib.make_search(game, apply, cfg)

@@ -1,6 +1,8 @@
 """The probe set (arena/batched/probe.py): its file, its replayed states and its figures against hand-computed cases."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import chess
 import jax.numpy as jnp
 import numpy as np
@@ -134,3 +136,33 @@ def test_the_evaluator_reports_probe_figures_for_chess(tmp_path):
     assert read_reports(tmp_path / "eval" / "ratings.csv")[0].probe_search == pytest.approx(report.probe_search)
     assert "agrees with Stockfish" in probe_text(report)
     assert (tmp_path / "eval" / "progress.png").stat().st_size > 0
+
+
+def test_the_value_one_ply_mover_takes_the_capture_its_value_prefers_and_a_mate():
+    """bench/probe.py's one-ply mover with a value by hand: a successor with fewer pieces than its
+    parent is bad for its side to move (-0.5), any other 0; so among quiet moves and one capture it
+    plays the capture (python-chess names it), and a mate in one (reward +1) beats a capture."""
+    from by_path import load_module
+
+    from games import make
+    from models import NetworkOutput
+    bench = load_module(Path(__file__).resolve().parents[1] / "bench" / "probe.py", "bench_probe")
+    game = make("chess")
+    fens = ["4k3/8/8/3p4/8/8/8/R3K2B w - - 0 1",      # Bxd5 the only capture
+            "6k1/5ppp/8/8/8/8/5PPP/R5Kn w - - 0 1"]   # Kxh1 a capture, Ra8# a mate
+    states = chess_bridge.fens_to_states(fens)
+    parent_pieces = jnp.asarray([len(chess.Board(f).piece_map()) for f in fens], jnp.float32)
+    width = 40
+
+    def apply(variables, obs):  # pieces on the board: the first 12 planes are the position's own
+        pieces = obs[..., :12].sum(axis=(1, 2, 3))
+        parent = jnp.repeat(parent_pieces, width)
+        value = jnp.where(pieces < parent, -0.5, 0.0)
+        return NetworkOutput(jnp.zeros((obs.shape[0], game.spec.num_actions)), value, None)
+
+    actions = np.asarray(bench.value_one_ply(game, apply, width)({})(states, None))
+    boards = [chess.Board(f) for f in fens]
+    capture = [m for m in boards[0].legal_moves if boards[0].is_capture(m)]
+    assert len(capture) == 1 and capture[0].uci() == "h1d5"
+    for board, action, want in zip(boards, actions, ["h1d5", "a1a8"]):
+        assert action == chess_bridge.uci_to_pgx_action(want, board.turn == chess.WHITE)
