@@ -3,6 +3,7 @@
     .venv/bin/python bench/probe.py --net networks/chess_cpu_60min                # recorded search only
     .venv/bin/python bench/probe.py --net A --net B --sims 64 --grid              # every Q transform
     .venv/bin/python bench/probe.py --net A --search "policy=puct,q_transform=fpu" --sims 400
+    .venv/bin/python bench/probe.py --net A --net B --no-search                  # policy, value, one ply
 
 For each network: its raw policy's and its value head's figures, its value's one-ply move (the move
 whose successor the value rates worst for the opponent: what a search reads of the value one ply down,
@@ -109,10 +110,13 @@ def main(argv=None) -> int:
     parser.add_argument("--search", action="append", default=[], help="SearchConfig keys of one more search")
     parser.add_argument("--grid", action="store_true", help="the Q transforms and value scales of GRID")
     parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
+    parser.add_argument("--no-search", action="store_true", help="the raw network's figures alone")
     args = parser.parse_args(argv)
     from arena import probe as probe_lib
     variants = dict(GRID) if args.grid else {"recorded": {}}
     variants.update({text: parse_keys(text) for text in args.search})
+    if args.no_search:
+        variants = {}
     start = time.perf_counter()
     probe = probe_lib.ProbeSet.load(limit=args.limit)
     results = [measure(net, variants, args.sims, args.limit, probe) for net in args.net]
