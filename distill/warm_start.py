@@ -111,7 +111,8 @@ def successor_boards(store: RecordStore, indices, width: int, per_board: int, se
     side to move there is the opponent), with its own legal moves and no policy target (a zero target's
     cross entropy is zero). A search values its root's moves by these boards, bad moves as well as
     good, so the value learns what a hung piece costs from Stockfish's own move values; game positions
-    alone are mostly balanced. A move that ends the game is skipped (the search scores it by the rules)."""
+    alone are mostly balanced. A move that ends the game is skipped (the search scores it by the rules;
+    pgx's rules decide, so a successor at the 50-move rule is one too)."""
     rng = np.random.default_rng(seed)
     fens, values = [], []
     for i in indices:
@@ -123,19 +124,19 @@ def successor_boards(store: RecordStore, indices, width: int, per_board: int, se
                 fens.append(board.fen())
                 values.append(1.0 - float(rec["values"][m]))
             board.pop()
-    if not fens:
-        raise ValueError(f"no successor boards in {store.dir} for this split")
-    legal = np.full((len(fens), width), -1, np.int32)
-    chunks = []
+    obs, legal, z = [], [], []
     for start in range(0, len(fens), _LOAD_CHUNK):
         states = chess_bridge.fens_to_states(fens[start:start + _LOAD_CHUNK])
-        chunks.append(np.asarray(states.observation, np.float16))
-        for row, mask in enumerate(np.asarray(states.legal_action_mask), start):
+        live = ~np.asarray(states.terminated)  # pgx ends a game python-chess does not (the 50-move rule)
+        obs.append(np.asarray(states.observation, np.float16)[live])
+        for mask in np.asarray(states.legal_action_mask)[live]:
             actions = np.flatnonzero(mask)
-            legal[row, :len(actions)] = actions
-    obs = np.concatenate(chunks)
-    return Boards(obs, legal, np.zeros((len(fens), width), np.float32), np.zeros(len(fens), np.int32),
-                  2.0 * np.asarray(values, np.float32) - 1.0)
+            legal.append(np.pad(actions, (0, width - len(actions)), constant_values=-1))
+        z.extend(2.0 * np.asarray(values[start:start + _LOAD_CHUNK], np.float32)[live] - 1.0)
+    if not z:
+        raise ValueError(f"no successor boards in {store.dir} for this split")
+    return Boards(np.concatenate(obs), np.stack(legal).astype(np.int32), np.zeros((len(z), width), np.float32),
+                  np.zeros(len(z), np.int32), np.asarray(z, np.float32))
 
 
 def concat(*parts: Boards) -> Boards:

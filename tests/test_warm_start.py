@@ -241,6 +241,14 @@ def test_successor_boards_are_value_only_boards_valued_by_the_move_values(tmp_pa
     assert len(two) in (1, 2) and np.array_equal(two.z, successor_boards(store, [0], width, 2, seed=3).z)
     both = concat(load_boards(store, [0], width, 0.0), two)
     assert len(both) == 1 + len(two) and both.policy[0].sum() == 1.0 and not both.policy[1:].any()
+    # at a halfmove clock of 99 every quiet move reaches pgx's 50-move draw (python-chess plays on):
+    # no successor is kept, and a split with none is one line
+    fifty = "8/8/4k3/8/8/3K4/8/7R w - - 99 80"
+    quiet = [m.uci() for m in chess.Board(fifty).legal_moves]
+    with ShardWriter(tmp_path / "fifty") as w:
+        w.write({"fen": fifty, "game": "g#1", "ply": 0, "moves": quiet, "values": [0.9] * len(quiet), "value": 0.9})
+    with pytest.raises(ValueError, match="no successor boards"):
+        successor_boards(RecordStore(tmp_path / "fifty"), [0], width, per_board=len(quiet))
 
 
 def _after(fen: str, move: str) -> str:
