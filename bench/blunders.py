@@ -32,7 +32,10 @@ def blunders(pgn_path: str | Path, player: str, engine, depth: int, drop: int, s
     import chess.pgn
 
     limit = chess.engine.Limit(depth=depth)
-    score = lambda info, side: info["score"].pov(side).score(mate_score=MATE)  # noqa: E731
+
+    def score(info, side) -> int:
+        return info["score"].pov(side).score(mate_score=MATE)
+
     games = moves = found = answered_by_capture = 0
     listed = []
     with open(pgn_path) as f:
@@ -43,7 +46,6 @@ def blunders(pgn_path: str | Path, player: str, engine, depth: int, drop: int, s
             side = chess.WHITE if player in names[0] else chess.BLACK
             games += 1
             board = game.board()
-            before = None
             for move in game.mainline_moves():
                 if board.turn != side:
                     board.push(move)

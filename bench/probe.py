@@ -113,10 +113,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-search", action="store_true", help="the raw network's figures alone")
     args = parser.parse_args(argv)
     from arena import probe as probe_lib
-    variants = dict(GRID) if args.grid else {"recorded": {}}
-    variants.update({text: parse_keys(text) for text in args.search})
-    if args.no_search:
-        variants = {}
+    variants = {} if args.no_search else dict(GRID) if args.grid else {"recorded": {}}
+    if not args.no_search:
+        variants.update({text: parse_keys(text) for text in args.search})
     start = time.perf_counter()
     probe = probe_lib.ProbeSet.load(limit=args.limit)
     results = [measure(net, variants, args.sims, args.limit, probe) for net in args.net]
