@@ -62,7 +62,7 @@ def two_device_checks(tmp_path_factory) -> dict:
 SHARED_SCOPES = {
     "tests/test_chess_rules.py": "chess_rules",  # 200 games stepped against python-chess
     "tests/test_warm_start.py": "warm_start",  # a distilled network trained once
-    "tests/test_distill_students.py": "distill_students",  # six students trained once
+    "tests/test_arena_student_agents.py": "student_agents",  # six tiny students saved once
     "tests/test_arena_network_agents.py": "arena_network_agents",
     "tests/test_learner_parallel.py::test_two_device_learner_trains_as_one_device_learner": "two_devices",
     "tests/test_distill_parallel.py::test_two_device_step_equals_one_device_step": "two_devices",
@@ -87,7 +87,6 @@ KNOWN_SLOW = (
     "chess_rules",
     "two_devices",
     "tests/test_damage.py::test_damaged_chunk_and_checkpoint_on_resume_are_set_aside_and_the_run_continues",
-    "distill_students",
     "arena_network_agents",
     "tests/test_damage.py::test_kill_dash_nine_of_a_selfplay_actor_is_restarted_and_counted",
 )

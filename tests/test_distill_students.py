@@ -1,6 +1,5 @@
-"""distill students: the trainer overfits a small batch, every student agent (arena's av:/sv:/bc:)
-returns a legal move, the threefold-repetition fix, and evaluate() on a trained student produces
-all metrics."""
+"""distill students: batches and losses by hand, the trainer overfits a small batch, action metrics and
+puzzle scoring against hand-made cases, and evaluate() on a trained student produces all metrics."""
 import dataclasses
 import json
 from pathlib import Path
@@ -10,44 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny_students import BOARDS, TINY
 
-from arena import make_agent
-from arena.agents.student import completes_threefold
 from arena.suites.puzzles import Puzzle, solve_puzzle
 from distill import annotate, boards, dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
 from distill.evaluate import action_metrics, evaluate, puzzle_metrics
 from games import winprob
-from models import network_dir
 from models.network import make_student
 from runtime import signals
-
-TINY = StudentConfig(num_bins=16, embedding_dim=16, num_layers=1, num_heads=2, widening_factor=2)
-BOARDS = [
-    chess.Board(),
-    chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/1b1PP3/2N2N2/PPPQ1PPP/R3KB1R b KQkq - 3 8"),
-    chess.Board("8/4P1k1/8/8/8/8/5K2/8 w - - 0 1"),  # promotions
-    chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"),
-]
-
-
-def _save_student(path, target, family="searchless"):
-    cfg = student.network_config(dataclasses.replace(TINY, family=family), target)
-    module = make_student(cfg)
-    init = student.example_batch(cfg, target)
-    kwargs = {"is_black": init["is_black"]} if family == "chessformer" else {}
-    variables = module.init(jax.random.PRNGKey(0), init["inputs"], **kwargs)
-    network_dir.save(path, cfg, {"params": variables["params"]}, metadata={"target": target})
-    return path
-
-
-@pytest.fixture(scope="module")
-def students(tmp_path_factory):
-    root = tmp_path_factory.mktemp("students")
-    out = {t: _save_student(root / t, t) for t in ("av", "av_all", "sv", "bc")}
-    out["cf-bc"] = _save_student(root / "cf-bc", "bc", "chessformer")
-    out["cf-av_all"] = _save_student(root / "cf-av_all", "av_all", "chessformer")
-    return out
 
 
 def _records(boards_: list[chess.Board]) -> list[dict]:
@@ -59,6 +29,7 @@ def _records(boards_: list[chess.Board]) -> list[dict]:
         out.append({"fen": b.fen(), "moves": moves, "value": 0.5,
                     "values": [(i + 1) / (len(moves) + 1) for i in range(len(moves))]})
     return out
+
 
 
 def test_av_all_batches_hold_every_legal_moves_value():
@@ -85,6 +56,7 @@ def test_av_all_batches_hold_every_legal_moves_value():
                                   [encoding.action_id(recs[i]["moves"][-1]) for i in picks])
 
 
+
 def test_chessformer_batches_gather_cached_squares(monkeypatch):
     """The training path encodes each board once; a batch is then a gather, no python-chess call."""
     recs = _records(BOARDS)
@@ -99,6 +71,7 @@ def test_chessformer_batches_gather_cached_squares(monkeypatch):
     assert again["inputs"].shape == (64, 64, 112) and again["inputs"].dtype == np.float32
 
 
+
 def test_av_all_loss_by_hand():
     logits = jnp.zeros((1, encoding.NUM_ACTIONS)).at[0, 5].set(np.log(3.0))  # sigmoid 0.75
     values = jnp.zeros_like(logits).at[0, 5].set(1.0).at[0, 9].set(0.5)
@@ -108,6 +81,7 @@ def test_av_all_loss_by_hand():
     out = losses.loss_fn(student.StudentOutput(move_logits=logits),
                          {"move_values": values, "move_mask": mask}, "av_all", "ce")
     assert float(out) == pytest.approx(expected, rel=1e-5)
+
 
 
 def test_best_move_term_by_hand():
@@ -125,6 +99,7 @@ def test_best_move_term_by_hand():
     assert mixed == pytest.approx(plain + 0.5 * expected, rel=1e-5)
 
 
+
 def test_best_move_weight_is_av_all_only_and_non_negative():
     """The AV-all preset's weight leaves a BC student's loss as it was (`--set data.target=bc` on
     distill_cpu.yaml stays a plain BC run); a negative weight is a one-line config error."""
@@ -136,6 +111,7 @@ def test_best_move_weight_is_av_all_only_and_non_negative():
         DistillConfig(train=dataclasses.replace(DistillConfig().train, best_move_weight=-1.0))
 
 
+
 def test_student_compute_dtype_reaches_the_network_of_either_family():
     searchless = StudentConfig(family="searchless", compute_dtype="bfloat16")
     assert student.network_config(searchless, "av").searchless.compute_dtype == "bfloat16"
@@ -144,6 +120,7 @@ def test_student_compute_dtype_reaches_the_network_of_either_family():
     assert student.network_config(chessformer, "av_all").chessformer.compute_dtype == "bfloat16"
     assert student.network_config(dataclasses.replace(chessformer, preset="chessformer_4m"),
                                   "bc").chessformer.compute_dtype == "bfloat16"
+
 
 
 @pytest.mark.parametrize("family", ["searchless", "chessformer"])
@@ -167,6 +144,7 @@ def test_av_all_student_learns_every_moves_value(family):
     assert np.all(np.argmax(np.where(mask, q, -1), 1) == np.argmax(np.where(mask, batch["move_values"], -1), 1))
 
 
+
 def _tiny_av_batch() -> dict:
     """Per-pair AV inputs of BOARDS (each board's first legal move) with values in four bins of 16."""
     fens = [b.fen() for b in BOARDS]
@@ -174,6 +152,7 @@ def _tiny_av_batch() -> dict:
     return {"inputs": jnp.asarray(np.concatenate([encoding.tokens(fens),
                                                    encoding.action_ids(moves)[:, None]], 1)),
             "value": jnp.asarray(np.array([0.03, 0.4, 0.7, 0.97], np.float32))}
+
 
 
 def test_tiny_student_overfits_a_small_batch():
@@ -196,6 +175,7 @@ def test_tiny_student_overfits_a_small_batch():
     assert int(state["step"]) == 151
 
 
+
 def test_l2_and_hl_gauss_losses_by_hand():
     logp = jnp.log(jnp.array([[0.5, 0.5, 0.0, 0.0]]) + 1e-30)
     # expected value (0.125 + 0.375) / 2 = 0.25; target 0.75 -> squared error 0.25
@@ -205,83 +185,6 @@ def test_l2_and_hl_gauss_losses_by_hand():
     from reference_bins import hl_gauss_targets
     np.testing.assert_allclose(hl, hl_gauss_targets(np.array([0.5]), 10), atol=1e-5)
 
-
-@pytest.mark.parametrize("kind", ["av", "av_all", "sv", "bc", "cf-bc", "cf-av_all"])
-def test_each_student_agent_returns_a_legal_move(students, kind):
-    spec_kind = kind.removeprefix("cf-").replace("av_all", "av")
-    player = make_agent(f"{spec_kind}:net={students[kind]}")
-    for board in BOARDS:
-        move, info = player.select(board)
-        assert move in board.legal_moves
-        assert set(info["scores"]) == {m.uci() for m in board.legal_moves}
-    with pytest.raises(ValueError, match="holds a"):
-        make_agent(f"{'sv' if spec_kind == 'av' else 'av'}:net={students[kind]}")
-
-
-@pytest.mark.parametrize("kind", ["av", "av_all"])
-def test_av_scores_a_mating_move_by_the_rules(students, kind):
-    player = make_agent(f"av:net={students[kind]}")
-    move, info = player.select(BOARDS[3])  # Ra8 mates
-    assert move.uci() == "a1a8" and info["scores"]["a1a8"] == 1.0
-    raw = make_agent(f"av:net={students[kind]},rules=false").select(BOARDS[3])[1]["scores"]
-    assert raw["a1a8"] < 1.0  # the untrained network alone does not know it
-    assert {m: v for m, v in raw.items() if m != "a1a8"} == \
-        {m: v for m, v in info["scores"].items() if m != "a1a8"}
-
-
-def test_sv_scores_mate_in_one_as_a_win(students):
-    player = make_agent(f"sv:net={students['sv']}")
-    move, info = player.select(BOARDS[3])
-    assert move.uci() == "a1a8" and info["scores"]["a1a8"] == 1.0
-
-
-def test_baseline_players_return_legal_moves():
-    players = [make_agent("random:seed=3"), make_agent("stockfish:nodes=20")]
-    for player in players:
-        for board in BOARDS:
-            assert player.select(board)[0] in board.legal_moves
-    assert players[1].select(BOARDS[3])[0].uci() == "a1a8"
-    players[1].close()
-    with pytest.raises(FileNotFoundError, match="network directory '/nonexistent/run' not found"):
-        make_agent("av:net=/nonexistent/run")
-    with pytest.raises(ValueError, match="unknown agent 'alphabeta'"):
-        make_agent("alphabeta")
-
-
-def test_repetition_fix_scores_the_threefold_move_at_half(students):
-    board = chess.Board()
-    for uci in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"]:
-        board.push_uci(uci)
-    repeat = chess.Move.from_uci("f6g8")
-    assert completes_threefold(board, repeat)
-    assert not completes_threefold(board, chess.Move.from_uci("e7e5"))
-    for kind in ("av", "sv"):
-        fixed = make_agent(f"{kind}:net={students[kind]},repetition_draw=true")
-        raw = make_agent(f"{kind}:net={students[kind]},repetition_draw=false")
-        s_fixed, s_raw = fixed.select(board)[1]["scores"], raw.select(board)[1]["scores"]
-        assert s_fixed["f6g8"] == 0.5 and s_raw["f6g8"] != 0.5
-        assert {m: s for m, s in s_fixed.items() if m != "f6g8"} == \
-            {m: s for m, s in s_raw.items() if m != "f6g8"}
-    # repetition_count=2 already scores a first return to a position at 0.5 (3, the paper's, not)
-    once = chess.Board()
-    for uci in ["g1f3", "g8f6", "f3g1"]:
-        once.push_uci(uci)
-    assert not completes_threefold(once, chess.Move.from_uci("f6g8"))
-    for kind in ("av", "av_all", "sv"):
-        spec = f"{'av' if kind == 'av_all' else kind}:net={students[kind]}"
-        twofold, paper = make_agent(f"{spec},repetition_count=2"), make_agent(spec)
-        s_two, s_paper = twofold.select(once)[1]["scores"], paper.select(once)[1]["scores"]
-        assert s_two["f6g8"] == 0.5 and s_paper["f6g8"] != 0.5
-        assert {m: s for m, s in s_two.items() if m != "f6g8"} == \
-            {m: s for m, s in s_paper.items() if m != "f6g8"}
-
-
-def test_temperature_samples_early_moves(students):
-    player = make_agent(f"av:net={students['av']},temperature=100,temperature_plies=4,seed=0")
-    picks = {player.select(chess.Board())[0] for _ in range(30)}
-    assert len(picks) > 3  # sampled, not a fixed argmax
-    late = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 30")
-    assert all(m in late.legal_moves for m in {player.select(late)[0] for _ in range(5)})
 
 
 def test_puzzle_scoring_against_hand_made_lines():
@@ -304,6 +207,7 @@ def test_puzzle_scoring_against_hand_made_lines():
     assert out["puzzle_accuracy"] == 0.5
     assert out["bands"] == {"800-1199": {"accuracy": 1.0, "puzzles": 1},
                             "1600-1999": {"accuracy": 0.0, "puzzles": 1}}
+
 
 
 def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_choice():
@@ -340,6 +244,7 @@ def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_cho
         action_metrics(Selector(), [record, bad])
     assert Selector.calls == 2  # the bad record stopped it before the first board was played again
     assert action_metrics(Selector(), [])["action_accuracy"] == 0.0  # evaluate.max_boards=0
+
 
 
 @pytest.mark.slow
@@ -394,6 +299,7 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
     assert sf["bands"]["1200-1599"]["accuracy"] == 1.0  # the mate in one, even at 5 nodes/move
 
 
+
 def test_cosine_schedule_by_hand():
     assert train.lr_scale("constant", 0.7) == 1.0
     assert train.lr_scale("cosine", 0.0) == 1.0
@@ -405,6 +311,7 @@ def test_cosine_schedule_by_hand():
     assert train.budget_progress(100, 1000, 900.0, 1800.0) == 0.5
     assert train.budget_progress(600, 1000, 900.0, 1800.0) == 0.6
     assert train.budget_progress(100, 1000, 900.0, 0.0) == 0.1  # no wall budget
+
 
 
 def test_lr_scale_scales_the_update_as_the_learning_rate_does():
@@ -425,3 +332,4 @@ def test_lr_scale_scales_the_update_as_the_learning_rate_does():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-9), scaled, direct)
     assert max(float(np.max(np.abs(x))) for x in jax.tree.leaves(full)) > 1e-4  # a real update
     assert all(np.all(z == 0) for z in jax.tree.leaves(one_step(1e-3, 0.0)))  # scale 0: no move
+

@@ -114,6 +114,21 @@ def test_the_cycle_finder_finds_one():
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
+MAX_MODULE_LINES = 350  # a module a reader takes in at one sitting; past it, it holds two things
+
+
+def test_no_module_is_over_the_line_limit():
+    """Every Python file of the project (rooms, bench/, scripts/, tests/, the CLIs); hidden folders
+    (.venv, caches) and what runs write aside."""
+    def ours(path: Path) -> bool:
+        parts = path.relative_to(ROOT).parts
+        return not any(p.startswith(".") or p in ("runs", "build", "dist") for p in parts)
+    files = [p for p in ROOT.rglob("*.py") if ours(p)]
+    assert len(files) > 100  # the walk found the project
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split each by what it holds): {long}"
+
+
 def test_rooms_import_only_what_the_design_lets_them():
     # any room may read the run's typed config (distill's warm start does): the one name of selfplay's face
     assert _face("selfplay")[:2] == (["SelfPlayConfig"], {"SelfPlayConfig": "selfplay.config"}), \

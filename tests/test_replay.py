@@ -1,40 +1,20 @@
-"""Game records, chunk files, the replay buffer (persistence, window, sampling) and the frozen corpus."""
+"""Game records and the replay buffer: round trips, persistence, the window and sampling."""
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
 import zlib
 
-import chess
 import msgpack
 import numpy as np
 import pytest
+from replay_records import make_record, varied_record
 
-from games import chess_bridge, packing
-from replay import chunks, shards
+from games import packing
+from replay import chunks
 from replay.buffer import ReplayBuffer
 from replay.config import ReplayConfig
-from replay.record import GameRecord, RecordError, compress_observation, decode, encode
-
-
-def make_record(game_id: str, plies: int, seed: int = 0, num_actions: int = 9, width: int = 5) -> GameRecord:
-    """A synthetic game: `width` legal moves per position, obs [3, 3, 2] bool."""
-    rng = np.random.default_rng(seed)
-    legal = np.full(plies, width, np.int16)
-    legal_actions = np.concatenate([np.sort(rng.choice(num_actions, width, replace=False)) for _ in range(plies)])
-    policy = rng.dirichlet(np.ones(width), size=plies).reshape(-1).astype(np.float32)
-    obs = [rng.random((3, 3, 2)) < 0.3 for _ in range(plies)]
-    return GameRecord(
-        game="tic_tac_toe", game_id=game_id, init_key=np.array([seed, 7], np.uint32),
-        actions=legal_actions.reshape(plies, width)[:, 0].astype(np.int32),
-        observations=[compress_observation(o) for o in obs], obs_shape=(3, 3, 2), obs_dtype="bool",
-        to_play=(np.arange(plies) % 2).astype(np.int8), num_legal=legal, legal_actions=legal_actions.astype(np.int32),
-        policy=policy, child_q=rng.uniform(-1, 1, plies * width).astype(np.float32),
-        root_value=rng.uniform(-1, 1, plies).astype(np.float32), rewards=np.array([1.0, -1.0], np.float32),
-        termination="rules", resign_disabled=True, resign_would_have=1,
-        param_versions=np.array([3, 5]), created=123.5)
+from replay.record import GameRecord, RecordError, decode, encode
 
 
 def test_record_round_trip_is_exact():
@@ -128,43 +108,6 @@ def test_closed_buffer_refuses_games_and_its_totals_match_the_disk(tmp_path):
         buf.add(encode(make_record("late", 4)))
     on_disk = list(chunks.read_all(tmp_path))
     assert (final.games_total, final.positions_total) == (len(on_disk), sum(r.plies for r in on_disk)) == (3, 12)
-
-
-def test_corpus_command_freezes_a_run_and_refuses_damage_with_one_line(tmp_path, capsys):
-    from replay import corpus
-    buf = ReplayBuffer(tmp_path / "run" / "replay", ReplayConfig(games_per_chunk=1), num_actions=4672,
-                       max_legal_actions=218)
-    for seed in range(2):
-        buf.add(encode(chess_record(6, seed)[0]))
-    buf.close()
-    assert corpus.main([str(tmp_path / "run")]) == 0
-    assert json.loads(capsys.readouterr().out) == {"corpus": str(tmp_path / "run" / "corpus"), "games": 2,
-                                                   "positions": 12, "shards": 1}
-    assert corpus.main([str(tmp_path / "run")]) == 2  # immutable: never written into again
-    assert "not empty" in capsys.readouterr().err
-    assert corpus.main([str(tmp_path / "nowhere")]) == 2
-    assert "holds no replay chunks" in capsys.readouterr().err
-    path = chunks.chunk_paths(tmp_path / "run" / "replay")[1]
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
-    assert corpus.main([str(tmp_path / "run"), "--out", str(tmp_path / "c2")]) == 2
-    err = capsys.readouterr().err
-    assert "chunk-000001.msgpack" in err and "--resume" in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "c2").exists()  # no half-written corpus left behind
-
-
-def test_corrupt_chunk_on_reload_names_the_file(tmp_path):
-    buf = ReplayBuffer(tmp_path, ReplayConfig(games_per_chunk=10), num_actions=9, max_legal_actions=9)
-    for i in range(3):
-        buf.add(encode(make_record(f"g{i}", 5, seed=i)))
-    buf.close()
-    path = chunks.chunk_paths(tmp_path)[0]
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
-    with pytest.raises(RecordError, match="chunk-000000.msgpack"):  # strict: stop on damage
-        ReplayBuffer(tmp_path, ReplayConfig(strict=True), num_actions=9, max_legal_actions=9)
 
 
 def test_buffer_holds_the_window_and_no_more_in_positions_and_bytes(tmp_path):
@@ -275,178 +218,6 @@ def test_sample_matches_the_stored_positions(tmp_path):
     assert drawn == set(range(6))  # uniform over the window: every position comes up
 
 
-def chess_record(num_plies: int, seed: int) -> tuple[GameRecord, list[chess.Board]]:
-    """A random legal chess game as a record (pgx actions via the bridge), and the boards."""
-    rng = np.random.default_rng(seed)
-    board = chess.Board()
-    actions, legal_counts, legal_actions, boards = [], [], [], []
-    for _ in range(num_plies):
-        boards.append(board.copy())
-        moves = list(board.legal_moves)
-        ids = sorted(chess_bridge.move_to_pgx_action(m, board.turn == chess.WHITE) for m in moves)
-        legal_counts.append(len(ids))
-        legal_actions.extend(ids)
-        move = moves[rng.integers(len(moves))]
-        actions.append(chess_bridge.move_to_pgx_action(move, board.turn == chess.WHITE))
-        board.push(move)
-    n = len(legal_actions)
-    rec = GameRecord(
-        game="chess", game_id=f"c{seed}", init_key=np.zeros(2, np.uint32), actions=np.array(actions, np.int32),
-        observations=[compress_observation(np.zeros((8, 8, 119), np.float32))] * num_plies,
-        obs_shape=(8, 8, 119), obs_dtype="float32", to_play=(np.arange(num_plies) % 2).astype(np.int8),
-        num_legal=np.array(legal_counts, np.int16), legal_actions=np.array(legal_actions, np.int32),
-        policy=np.full(n, 0.05, np.float32), child_q=np.zeros(n, np.float32),
-        root_value=np.zeros(num_plies, np.float32), rewards=np.zeros(2, np.float32), termination="cap",
-        resign_disabled=False, resign_would_have=-1, param_versions=np.array([0, 0]), created=0.0)
-    return rec, boards
-
-
-def test_freeze_writes_an_immutable_corpus_with_fens(tmp_path):
-    buf = ReplayBuffer(tmp_path / "replay", ReplayConfig(), num_actions=4672, max_legal_actions=218)
-    recs = [chess_record(12, seed) for seed in range(2)]
-    for rec, _ in recs:
-        buf.add(encode(rec))
-    manifest = buf.freeze(tmp_path / "corpus")
-    assert manifest["games"] == 2 and manifest["positions"] == 24
-    rows = []
-    for shard in manifest["shards"]:
-        path = tmp_path / "corpus" / shard["file"]
-        assert not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-        framed = [f.obj for f in shards.frames(path)]
-        assert all(shards.is_frame(obj, shards.MAP_MAGIC) for obj in framed)  # each row with its CRC32
-        rows += [shards.unpack_map(obj, str(path)) for obj in framed]
-    assert json.loads((tmp_path / "corpus" / "manifest.json").read_text())["positions"] == 24
-    for row in rows:
-        rec, boards = recs[int(row["game"][1:])]
-        board = boards[row["ply"]]
-        assert row["fen"] == board.fen()  # python-chess is the reference
-        assert sorted(row["moves"]) == sorted(m.uci() for m in board.legal_moves)
-        assert row["history"] == [m.uci() for m in board.move_stack]
-        assert len(row["policy"]) == len(row["child_q"]) == len(row["moves"])
-        assert row["z"] == 0.0 and row["outcome"] == 0.5
-    with pytest.raises(FileExistsError, match="immutable"):
-        buf.freeze(tmp_path / "corpus")
-    # distill/ reads the corpus as it reads its own shards
-    from distill import records
-    assert sum(1 for _ in records.iter_records(tmp_path / "corpus")) == 24
-
-
-# -- damage on reload ------------------------------------------------------------------------------
-
-def _chunk_with_games(tmp_path, n: int, per_chunk: int = 10):
-    buf = ReplayBuffer(tmp_path, ReplayConfig(games_per_chunk=per_chunk), num_actions=9, max_legal_actions=9)
-    for i in range(n):
-        buf.add(encode(make_record(f"g{i}", 4 + i % 3, seed=i)))
-    buf.close()
-    return chunks.chunk_paths(tmp_path)
-
-
-def _frame_offsets(path) -> list[int]:
-    unpacker = msgpack.Unpacker(open(path, "rb"), raw=False)
-    offsets = [0]
-    for _ in unpacker:
-        offsets.append(unpacker.tell())
-    return offsets  # frame i spans offsets[i]:offsets[i + 1]
-
-
-def _damage(path, at: int, n: int = 16) -> None:
-    data = bytearray(path.read_bytes())
-    for i in range(at, at + n):
-        data[i] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-
-def test_damaged_middle_frame_is_quarantined_and_intact_games_kept(tmp_path):
-    path = _chunk_with_games(tmp_path, 5)[0]
-    original = path.read_bytes()
-    offsets = _frame_offsets(path)
-    _damage(path, (offsets[2] + offsets[3]) // 2)  # 16 bytes flipped inside game g2's frame
-    damaged = path.read_bytes()
-    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
-    quarantined = tmp_path / "quarantine" / path.name
-    assert buf.stats().games_quarantined == 1 and buf.quarantined == [str(quarantined)]
-    assert quarantined.read_bytes() == damaged  # set aside as it was, never deleted
-    # the file in place holds the intact frames before and after the damage, byte for byte
-    assert path.read_bytes() == original[: offsets[2]] + original[offsets[3]:]
-    assert [r.game_id for r in chunks.read_all(tmp_path)] == ["g0", "g1", "g3", "g4"]
-    assert buf.stats().games_total == 4
-    again = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)  # now clean
-    assert again.stats().games_quarantined == 0 and again.stats().games_total == 4
-
-
-def test_damaged_frame_header_resyncs_at_the_next_frame(tmp_path):
-    """Bytes flipped at a frame's start (its framing, not only its payload) lose that game only."""
-    path = _chunk_with_games(tmp_path, 4)[0]
-    offsets = _frame_offsets(path)
-    _damage(path, offsets[1], 12)
-    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
-    assert buf.stats().games_quarantined == 1
-    assert [r.game_id for r in chunks.read_all(tmp_path)] == ["g0", "g2", "g3"]
-
-
-def test_damage_in_every_frame_leaves_no_chunk_file(tmp_path):
-    path = _chunk_with_games(tmp_path, 2)[0]
-    offsets = _frame_offsets(path)
-    for i in range(2):
-        _damage(path, (offsets[i] + offsets[i + 1]) // 2, 4)
-    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
-    assert buf.stats().games_quarantined == 2 and buf.stats().games_total == 0
-    assert not path.exists() and (tmp_path / "quarantine" / path.name).exists()
-
-
-def test_torn_last_frame_is_not_damage(tmp_path):
-    path = _chunk_with_games(tmp_path, 3)[-1]
-    with open(path, "ab") as f:
-        f.write(encode(make_record("torn", 6))[:100])
-    size = path.stat().st_size
-    buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
-    assert buf.stats().games_quarantined == 0 and buf.stats().games_total == 3
-    assert not (tmp_path / "quarantine").exists() and path.stat().st_size == size  # left as it was
-
-
-def test_strict_stops_at_damage_naming_file_frame_and_fix(tmp_path):
-    path = _chunk_with_games(tmp_path, 5)[0]
-    offsets = _frame_offsets(path)
-    _damage(path, (offsets[2] + offsets[3]) // 2)
-    with pytest.raises(RecordError) as info:
-        ReplayBuffer(tmp_path, ReplayConfig(strict=True), num_actions=9, max_legal_actions=9)
-    message = str(info.value)
-    assert "chunk-000000.msgpack: frame 2" in message and "replay.strict" in message and "\n" not in message
-    assert not (tmp_path / "quarantine").exists()  # strict touches nothing
-
-
-def test_unknown_schema_is_not_quarantined(tmp_path):
-    """A record of a newer schema is no damage: the reload stops (the file stays where it is)."""
-    frame = msgpack.unpackb(encode(make_record("g1", 2)), raw=False)
-    frame[1] = 99
-    path = tmp_path / "chunk-000000.msgpack"
-    path.write_bytes(msgpack.packb(frame, use_bin_type=True))
-    with pytest.raises(RecordError, match="schema version 99"):
-        ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
-    assert path.exists() and not (tmp_path / "quarantine").exists()
-
-
-def varied_record(game_id: str, plies: int, seed: int, float_obs: bool = False, dtype: str = "bool") -> GameRecord:
-    """A synthetic game whose positions have 1-9 legal moves each; obs [3, 3, 2] 0/1 of `dtype`
-    (packable) or, with `float_obs`, float32 planes of several values each (not packable)."""
-    rng = np.random.default_rng(seed)
-    legal = rng.integers(1, 10, plies).astype(np.int16)
-    legal_actions = np.concatenate([np.sort(rng.choice(9, n, replace=False)) for n in legal]).astype(np.int32)
-    policy = np.concatenate([rng.dirichlet(np.ones(n)) for n in legal]).astype(np.float32)
-    if float_obs:
-        obs, dtype = [rng.random((3, 3, 2)).astype(np.float32) for _ in range(plies)], "float32"
-    else:
-        obs = [(rng.random((3, 3, 2)) < 0.4).astype(dtype) for _ in range(plies)]
-    return GameRecord(
-        game="tic_tac_toe", game_id=game_id, init_key=np.array([seed, 1], np.uint32),
-        actions=np.zeros(plies, np.int32), observations=[compress_observation(o) for o in obs],
-        obs_shape=(3, 3, 2), obs_dtype=dtype, to_play=(np.arange(plies) % 2).astype(np.int8), num_legal=legal,
-        legal_actions=legal_actions, policy=policy, child_q=np.zeros(len(policy), np.float32),
-        root_value=rng.uniform(-1, 1, plies).astype(np.float32),
-        rewards=np.array([1.0, -1.0] if seed % 3 else [0.0, 0.0], np.float32), termination="rules",
-        resign_disabled=False, resign_would_have=-1, param_versions=np.array([0, 0]), created=0.0)
-
-
 def reference_sample(records: list[GameRecord], window_positions: int, batch: int, seed: int) -> dict:
     """The window's promise computed directly from the records: keep whole games, oldest out while the
     rest hold `window_positions`; draw positions uniformly (oldest first) with default_rng(seed)."""
@@ -500,3 +271,4 @@ def test_window_samples_exactly_the_positions_a_direct_computation_draws(tmp_pat
         assert packed.observation.dtype == np.float32 and packed.observation.shape == (8, 3, 3, 2)
     # memory: the window holds < 200 + 30 positions; its arrays at most a few times that
     assert 200 <= buf.size() < 230 and buf.stats().window_bytes < 40 * 1024 + 8 * 230 * (9 * 8 + 64)
+
