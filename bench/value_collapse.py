@@ -55,34 +55,37 @@ WIDTH = 64  # legal moves kept per position (random chess rarely has more; the r
 SERIES = ("value_std", "value_active", "value_explained", "value_loss", "policy_loss", "sample_age", "wdl_loss")
 
 
-def random_games(num_games: int, max_plies: int, seed: int, cache: Path) -> dict[str, np.ndarray]:
-    """`num_games` chess games of uniformly random moves, every position of each: bits, values (its
+def random_games(num_games: int, max_plies: int, seed: int, cache: Path,
+                 game_name: str = "chess") -> dict[str, np.ndarray]:
+    """`num_games` games of uniformly random moves, every position of each: bits, values (its
     packed observation), legal [N, WIDTH] pgx ids (-1 pads), z [N] for the side to move, ending [N]
     (learner.train.ENDINGS), game [N]; lengths [num_games]. Cached in `cache`."""
-    path = cache / f"random_games_{num_games}_{max_plies}_{seed}.npz"
+    path = cache / f"random_games_{game_name}_{num_games}_{max_plies}_{seed}.npz"
     if path.exists():
         return dict(np.load(path))
-    game = games.make("chess")
+    game = games.make(game_name)
     max_plies = min(max_plies, game.max_plies)
 
     @jax.jit
     def ply(states, key):
         mask = game.legal_mask(states)
         action = jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
-        _, first = jax.lax.top_k(jnp.where(mask, -jnp.arange(mask.shape[1]), -(1 << 20)), WIDTH)
-        legal = jnp.where(jnp.take_along_axis(mask, first, 1), first, -1)
+        width = min(WIDTH, mask.shape[1])
+        _, first = jax.lax.top_k(jnp.where(mask, -jnp.arange(mask.shape[1]), -(1 << 20)), width)
+        legal = jnp.pad(jnp.where(jnp.take_along_axis(mask, first, 1), first, -1), ((0, 0), (0, WIDTH - width)),
+                        constant_values=-1)
         played = (packing.pack(game.observe(states)), legal, game.current_player(states), ~game.terminal(states))
         return game.step(states, action), played
 
     key = jax.random.PRNGKey(seed)
     states = game.init(jax.random.split(key, num_games))
-    plies = []
+    plies, rewards = [], np.zeros((num_games, 2), np.float32)  # [G, 2] per pgx player id
     for i in range(max_plies):
         states, played = ply(states, jax.random.fold_in(key, i + 1))
         plies.append(jax.device_get(played))
-        if bool(game.terminal(states).all()):
+        rewards += np.asarray(states.rewards)  # non-zero only at the ply that ends a game: a finished
+        if bool(game.terminal(states).all()):  # game stepped again keeps zero rewards (pgx)
             break
-    rewards = np.asarray(states.rewards)  # [G, 2] per pgx player id
     lengths = np.asarray(game.plies(states))
     ending = np.where(rewards[:, 0] != 0, 0, np.where(lengths >= max_plies, 2, 3)).astype(np.int8)
     live = np.stack([p[3] for p in plies], 1)  # [G, T] the position was played (its game not over)

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,11 +19,17 @@ TINY = ["--blocks", "1", "--filters", "8", "--batch", "32", "--steps", "50", "--
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory):
+def bench_module():
     spec = importlib.util.spec_from_file_location("value_collapse", ROOT / "bench" / "value_collapse.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def harness(bench_module, tmp_path_factory):
+    module = bench_module
     cache = tmp_path_factory.mktemp("value_collapse")  # the random games, shared by both runs
 
     def run(*extra, capsys):
@@ -47,3 +54,15 @@ def test_a_dead_value_head_is_reported_collapsed_and_a_healthy_one_not(harness, 
     assert dead["collapsed"] and dead["collapse_step"] == 30  # the first check 20 steps past the start
     assert all(p["value_active"] == 0.0 and p["value_std"] < 1e-6 for p in dead["series"])
     assert dead["value_untrained"]["value_active"] == 0.0 and not dead["value_std_stays_above_untrained"]
+
+
+def test_random_games_keep_the_result_of_a_game_that_ended_before_the_others(bench_module, tmp_path):
+    """pgx zeroes the rewards of a finished game stepped again: z must come from the ply that ended it.
+    In tic-tac-toe a decisive game is won by the player who made its last move."""
+    pool = bench_module.random_games(64, 9, seed=0, cache=tmp_path, game_name="tic_tac_toe")
+    ends = np.cumsum(pool["lengths"]) - 1  # each game's last position (game-major)
+    decisive = pool["ending"][ends] == 0
+    assert 10 < decisive.sum() < 64 and len(set(pool["lengths"][decisive])) > 1  # games end at different plies
+    assert (pool["z"][ends][decisive] == 1.0).all()  # the last mover won
+    assert (pool["z"][ends][~decisive] == 0.0).all()
+    assert set(np.unique(pool["z"])) <= {-1.0, 0.0, 1.0} and (pool["z"] == -1.0).any()
