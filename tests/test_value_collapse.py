@@ -3,13 +3,12 @@ network, ~50 steps, short random games), feeds the learner what self-play would 
 q from the network that played), and reports a value head forced dead as collapsed and a healthy one not."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from by_path import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--blocks", "1", "--filters", "8", "--batch", "32", "--steps", "50", "--delay", "20", "--window", "2000",
@@ -20,20 +19,15 @@ TINY = ["--blocks", "1", "--filters", "8", "--batch", "32", "--steps", "50", "--
 
 @pytest.fixture(scope="module")
 def bench_module():
-    spec = importlib.util.spec_from_file_location("value_collapse", ROOT / "bench" / "value_collapse.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / "bench" / "value_collapse.py", "value_collapse")
 
 
 @pytest.fixture(scope="module")
 def harness(bench_module, tmp_path_factory):
-    module = bench_module
     cache = tmp_path_factory.mktemp("value_collapse")  # the random games, shared by both runs
 
     def run(*extra, capsys):
-        assert module.main([*TINY, "--cache", str(cache), *extra]) == 0
+        assert bench_module.main([*TINY, "--cache", str(cache), *extra]) == 0
         return json.loads(capsys.readouterr().out)
     return run
 
