@@ -19,7 +19,8 @@ from learner.messages import TrainMetrics, ValueHealth
 MIN_STEPS = 200  # learner steps past the first figures before the warning may fire
 STD_RATIO = 0.25  # value std below this share of its first figure: collapsing
 EXPLAINED_FLOOR = 0.05  # ... while it explains less than this share of the outcomes' variance,
-ACTIVE_FLOOR = 0.01  # or at most this share of the value head's units past their ReLU
+ACTIVE_FLOOR = 0.01  # or at most this share of the value head's units past their ReLU,
+STD_FLOOR = 1e-3  # or a spread this narrow over a batch whose outcomes differ, whatever the start
 CHECK = ("check learner.q_ratio, learner.lr_values, network.resnet.value_channels, "
          "the replay's outcome mix (docs/selfplay.md#value-health)")
 
@@ -27,23 +28,29 @@ CHECK = ("check learner.q_ratio, learner.lr_values, network.resnet.value_channel
 def value_head_collapsing(steps_since_start: int, value_std: float, value_std_start: float,
                           value_active: Optional[float] = None, value_explained: Optional[float] = None, *,
                           min_steps: int = MIN_STEPS, std_ratio: float = STD_RATIO,
-                          explained_floor: float = EXPLAINED_FLOOR, active_floor: float = ACTIVE_FLOOR) -> bool:
+                          explained_floor: float = EXPLAINED_FLOOR, active_floor: float = ACTIVE_FLOOR,
+                          std_floor: float = STD_FLOOR) -> bool:
     """Whether the value head is collapsing, at least `min_steps` learner steps after the run's first
     figures: the share of its units past their ReLU (`value_active`; None for networks that do not
     report it) fell to `active_floor` or below, or its spread over a batch (`value_std`) fell below
     `std_ratio` of the first figure (`value_std_start`) while it explains less than `explained_floor`
-    of the outcomes' variance (`value_explained`, 1 - Var(z - v) / Var(z); a constant v explains 0).
+    of the outcomes' variance (`value_explained`, 1 - Var(z - v) / Var(z); a constant v explains 0),
+    or it is flat (`value_std` below `std_floor`) over a batch whose outcomes differ.
 
     A healthy head's spread grows from its start as it learns the outcomes (chess_cpu: 0.03
     untrained, 0.28 at step 461); a dead one (its ReLU passes nothing) gives every position the same
     value, std ~1e-9. A head whose games turn to draws (tic-tac-toe near perfect play) narrows its
     spread rightly but still explains the few decisive games; with every outcome of the batch equal
-    (`value_explained` None) a narrow spread is right, and only dead units count."""
+    (`value_explained` None) a narrow spread is right, and only dead units count. The floor catches a
+    head that died before the first figures (the start is then flat too) or whose tanh saturated
+    with its units alive (v = +-1 everywhere: 32 value channels at lr 0.1 in bench/value_collapse.py)."""
     if steps_since_start < min_steps:
         return False
     if value_active is not None and value_active <= active_floor:
         return True
-    return value_std < std_ratio * value_std_start and value_explained is not None and value_explained < explained_floor
+    if value_explained is None:  # every outcome of the batch equal
+        return False
+    return value_std < std_floor or (value_std < std_ratio * value_std_start and value_explained < explained_floor)
 
 
 def collapse_line(step: int, value_std: float, start_step: int, value_std_start: float,

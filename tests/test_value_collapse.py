@@ -32,7 +32,7 @@ def harness(bench_module, tmp_path_factory):
     return run
 
 
-def test_a_dead_value_head_is_reported_collapsed_and_a_healthy_one_not(harness, capsys):
+def test_a_dead_value_head_is_reported_collapsed_and_a_healthy_one_not(harness, capsys, tmp_path):
     healthy = harness(capsys=capsys)
     dead = harness("--dead-value-head", capsys=capsys)
     s = healthy["settings"]
@@ -48,6 +48,19 @@ def test_a_dead_value_head_is_reported_collapsed_and_a_healthy_one_not(harness, 
     assert dead["collapsed"] and dead["collapse_step"] == 30  # the first check 20 steps past the start
     assert all(p["value_active"] == 0.0 and p["value_std"] < 1e-6 for p in dead["series"])
     assert dead["value_untrained"]["value_active"] == 0.0 and not dead["value_std_stays_above_untrained"]
+
+    # the A/B's report over both, through files as the queue leaves them (one unfinished)
+    folder = tmp_path / "ab"
+    folder.mkdir()
+    (folder / "healthy-0.json").write_text(json.dumps(healthy))
+    (folder / "dead_head-0.json").write_text(json.dumps(dead))
+    (folder / "dead_head-1.json").write_text('{"settings": {')  # a run still writing
+    table = load_module(ROOT / "bench" / "value_collapse_report.py", "value_collapse_report")
+    assert table.main([str(folder), "--floor", "1e-3", "--png", str(folder / "ab.png")]) == 0
+    out = json.loads(capsys.readouterr().out)["arms"]
+    assert out["healthy"]["alive"] == "1/1" and out["dead_head"]["alive"] == "0/1"
+    assert out["dead_head"]["seeds"][0]["collapse_step"] == 30 and out["dead_head"]["seeds"][0]["std_min"] < 1e-6
+    assert (folder / "ab.png").stat().st_size > 10_000
 
 
 def test_random_games_keep_the_result_of_a_game_that_ended_before_the_others(bench_module, tmp_path):

@@ -178,6 +178,16 @@ def test_collapse_thresholds(steps, std, active, explained, fires):
     assert value_head_collapsing(steps, std, 0.1, active, explained) is fires
 
 
+@pytest.mark.parametrize("std, explained, fires", [
+    (0.0, 0.0, True),  # one constant (a saturated tanh, units alive) though the start was as flat
+    (0.00099, 0.0, True),
+    (0.0011, 0.0, False),  # no narrower than the start: nothing to compare
+    (0.0, None, False),  # every outcome equal: a constant is right
+])
+def test_a_flat_value_collapses_whatever_its_start(std, explained, fires):
+    assert value_head_collapsing(200, std, 0.001, 0.46, explained) is fires
+
+
 def test_batches_say_how_their_games_ended_and_who_played_them(tmp_path):
     buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
     games_ = {"won": (4, "rules", [1.0, -1.0], [0, 6]), "resign": (2, "resign", [1.0, -1.0], [8, 8]),
