@@ -83,11 +83,11 @@ def plot(runs: dict[str, dict[int, dict]], floor: float, png: Path) -> None:
             steps = [p["step"] for p in seeds[seed]["series"]]
             label = arm if j == 0 else None
             c = colours[i % len(colours)]
-            ax_std.plot(steps, [p["value_std"] for p in seeds[seed]["series"]], color=c, label=label, alpha=0.8)
+            ax_std.plot(steps, [max(p["value_std"], 1e-10) for p in seeds[seed]["series"]], color=c, label=label, alpha=0.8)
             ax_exp.plot(steps, [p.get("value_explained", float("nan")) for p in seeds[seed]["series"]], color=c, label=label, alpha=0.8)
     ax_std.axhline(floor, color="k", ls="--", lw=1, label=f"floor {floor}")
     ax_std.set(yscale="log", xlabel="learner step", ylabel="value std (train mode, 100-step mean)",
-               title="spread of the value")
+               title="spread of the value (0 drawn at 1e-10)")
     ax_exp.axhline(0, color="k", lw=0.5)
     ax_exp.set(xlabel="learner step", ylabel="share of the outcome's variance explained",
                title="what the value explains")
