@@ -10,7 +10,7 @@ harness's own untrained figure (train mode, ~0.25) is not one a head fitting mos
 keep, nor needs to. Prints one JSON object: per arm, the seeds alive, and per seed the collapse step,
 the std's minimum after the start and at the end, the share of the outcomes' variance explained at the
 end, the value BatchNorm's scale and bias at the end. With --png, the value std and explained share
-over the steps, one line per run, a colour per arm.
+over the steps, one line per run, a colour per arm. With --markdown, a table instead of the JSON.
 """
 from __future__ import annotations
 
@@ -71,6 +71,20 @@ def report(runs: dict[str, dict[int, dict]], floor: float) -> dict:
     return {"floor": floor, "arms": arms}
 
 
+def markdown(table: dict) -> str:
+    """The report as a Markdown table, a row per arm (seeds' figures joined by ' / ')."""
+    def join(rows, key, fmt):
+        return " / ".join("-" if r[key] is None else format(r[key], fmt) for r in rows)
+    lines = ["| arm | alive | collapse step | std min after start | std at end | explained at end | BN scale / bias at end |",
+             "|---|---|---|---|---|---|---|"]
+    for arm, a in table["arms"].items():
+        rows = a["seeds"]
+        bn = " / ".join(f"{r['bn_scale_end']:+.2f}, {r['bn_bias_end']:+.2f}" for r in rows)
+        lines.append(f"| {arm} | {a['alive']} | {join(rows, 'collapse_step', 'd')} | {join(rows, 'std_min', '.2g')} | "
+                     f"{join(rows, 'std_end', '.2g')} | {join(rows, 'explained_end', '.2f')} | {bn} |")
+    return "\n".join(lines)
+
+
 def plot(runs: dict[str, dict[int, dict]], floor: float, png: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -101,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folder", type=Path, help="where the harness's <arm>-<seed>.json files are")
     p.add_argument("--floor", type=float, default=H200_UNTRAINED_STD, help="the value std an alive head keeps")
     p.add_argument("--png", type=Path, help="also draw the runs here")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table instead of the JSON")
     args = p.parse_args(argv)
     if not args.folder.is_dir():
         print(f"error: {args.folder} is not a folder; give the one the harness's JSONs were written to", file=sys.stderr)
@@ -109,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         print(f"error: no <arm>-<seed>.json runs in {args.folder}; run bench/value_collapse.py first", file=sys.stderr)
         return 2
-    print(json.dumps(report(runs, args.floor), indent=1))
+    table = report(runs, args.floor)
+    print(markdown(table) if args.markdown else json.dumps(table, indent=1))
     if args.png:
         plot(runs, args.floor, args.png)
     return 0

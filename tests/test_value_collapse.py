@@ -61,6 +61,9 @@ def test_a_dead_value_head_is_reported_collapsed_and_a_healthy_one_not(harness, 
     assert out["healthy"]["alive"] == "1/1" and out["dead_head"]["alive"] == "0/1"
     assert out["dead_head"]["seeds"][0]["collapse_step"] == 30 and out["dead_head"]["seeds"][0]["std_min"] < 1e-6
     assert (folder / "ab.png").stat().st_size > 10_000
+    assert table.main([str(folder), "--floor", "1e-3", "--markdown"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].startswith("| arm | alive") and len(rows) == 4 and rows[2].startswith("| dead_head | 0/1 | 30 |")
 
 
 def test_random_games_keep_the_result_of_a_game_that_ended_before_the_others(bench_module, tmp_path):
