@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 
 import games  # noqa: E402
 import models  # noqa: E402
-from configs import load  # noqa: E402
+from configs import ConfigError, load  # noqa: E402
 from games import packing  # noqa: E402
 from learner import (  # noqa: E402
     TrainMetrics,  # noqa: E402
@@ -196,8 +196,11 @@ def preset(args) -> SelfPlayConfig:
     if args.lr:
         learner["lr_values"] = [float(x) for x in args.lr.split(",")]
     replay = {k: v for k, v in (("window_positions", args.window), ("min_positions", args.min_positions)) if v}
-    cfg = load(SelfPlayConfig, args.config, args.set, extra={"network": {"resnet": resnet}, "learner": learner,
-                                                             "replay": replay})
+    try:
+        cfg = load(SelfPlayConfig, args.config, args.set, extra={"network": {"resnet": resnet}, "learner": learner,
+                                                                 "replay": replay})
+    except ConfigError as e:  # e.g. --lr with a number of rates the preset's boundaries do not take
+        raise SystemExit(f"bench/value_collapse.py: config error: {e}") from None
     if cfg.game != "chess" or cfg.network.family != "resnet":
         raise SystemExit("bench/value_collapse.py: a chess ResNet preset (its value head is the suspect)")
     return cfg

@@ -50,17 +50,22 @@ def load_runs(folder: Path) -> dict[str, dict[int, dict]]:
     runs: dict[str, dict[int, dict]] = {}
     for path in sorted(folder.glob("*.json")):
         arm, _, seed = path.stem.rpartition("-")
+        if not arm or not seed.isdigit():
+            continue  # not a run's file (a report written beside them)
         try:
             run = json.loads(path.read_text())
-            runs.setdefault(arm, {})[int(seed)] = run if run.get("series") else _skip(path, "no series")
-        except (ValueError, KeyError) as e:
+        except ValueError as e:
             _skip(path, f"{type(e).__name__}: {e}")
-    return {arm: {s: r for s, r in seeds.items() if r} for arm, seeds in runs.items()}
+            continue
+        if run.get("series"):
+            runs.setdefault(arm, {})[int(seed)] = run
+        else:
+            _skip(path, "no series")
+    return runs
 
 
 def _skip(path: Path, why: str) -> None:
     print(f"skipped {path.name}: {why}", file=sys.stderr)
-    return None
 
 
 def report(runs: dict[str, dict[int, dict]], floor: float) -> dict:
