@@ -30,6 +30,10 @@ class ActorConfig:
     # name under the shared data's openings/, e.g. lichess_chess_openings: 3,807 ECO lines). Every game starts with a random line's
     # moves (searched, policy target kept), then `random_opening_plies` random plies. "": none.
     opening_book: str = ""
+    # Chess: a game still going after this many plies ends, scored by material (games/material.py): the
+    # side `adjudicate_margin` pawns or more ahead wins, otherwise a draw. 0: only the rules and the ply cap end games.
+    adjudicate_plies: int = 0
+    adjudicate_margin: float = 3.0  # pawns (1 / 3 / 3 / 5 / 9): 3 is a minor piece
     # removed fields that saved configs still name (configs/loader.py): playout cap randomization
     RETIRED: ClassVar = {"full_search_fraction": Retired(1.0), "fast_simulations": Retired(8)}
 
@@ -42,7 +46,9 @@ class ActorConfig:
             raise ValueError("num_cpus and num_gpus must be >= 0")
         if self.random_opening_plies < 0:
             raise ValueError(f"random_opening_plies must be >= 0, got {self.random_opening_plies}")
-        check_at_least(self, 0, "resign_min_plies", "resign_after_version", prefix="actors.")
+        check_at_least(self, 0, "resign_min_plies", "resign_after_version", "adjudicate_plies", prefix="actors.")
+        if self.adjudicate_margin <= 0:
+            raise ValueError(f"actors.adjudicate_margin must be > 0 (pawns), got {self.adjudicate_margin:g}")
         if not -1.0 <= self.resign_threshold <= 1.0:  # a value; below -1 never resigns, so say so instead
             raise ValueError(f"actors.resign_threshold must be in [-1, 1] (a root value; -1 never resigns), "
                              f"got {self.resign_threshold:g}")

@@ -5,8 +5,8 @@
     report = ray.get(actor.play.remote(plies))  # a PlayReport; finished games are durable in replay
 
 Every ply: search all B games, record each position (observation, legal moves, pi, child Q, root
-value), check resignation, step the games. A finished game (rules, the game's ply cap as a draw, or
-resignation) is encoded and sent to the replay buffer and its slot restarts with a fresh game.
+value), check resignation, step the games. A finished game (rules, the game's ply cap as a draw,
+resignation, or `adjudicate_plies`' material score) is encoded and sent to the replay buffer and its slot restarts with a fresh game.
 Newer parameters are pulled with one `get_newer` call kept in flight and polled without waiting.
 
 On an accelerator the ply's device work is one jitted search plus one jitted observe (the
@@ -31,7 +31,7 @@ import models
 import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
-from games import packing
+from games import material, packing
 from replay import GameRecord, encode
 from runtime import pin_threads
 
@@ -124,9 +124,15 @@ class SelfPlayActor:
         return log
 
     def _advance_fn(self, states, action):
-        """Plays `action` [B]; the new states and whether each game ended (terminal, capped) with its rewards."""
+        """Plays `action` [B]; the new states and whether each game ended (terminal, capped, adjudicated)
+        with its rewards."""
         states = self.game.step(states, action)
-        return states, (self.game.terminal(states), states.truncated, self.game.rewards(states))
+        done, rewards = self.game.terminal(states), self.game.rewards(states)
+        adjudicated = jnp.zeros_like(done)
+        if self.cfg.adjudicate_plies:  # chess (SelfPlayConfig checks): long games scored by material
+            adjudicated = ~done & (self.game.plies(states) >= self.cfg.adjudicate_plies)
+            rewards = jnp.where(adjudicated[:, None], material.adjudicate(states, self.cfg.adjudicate_margin), rewards)
+        return states, (done | adjudicated, states.truncated & ~adjudicated, adjudicated, rewards)
 
     def _reset_fn(self, states, keys, mask):
         fresh = self.game.init(keys)
@@ -183,7 +189,7 @@ class SelfPlayActor:
                 self.reuse = search_lib.Reuse(tree, jnp.asarray(np.argmax(played, axis=1), jnp.int32),
                                               jnp.asarray(played.any(axis=1) & (resign < 0)))
             self.states, ends = self._advance(self.states, jnp.asarray(action))
-            done, capped, rewards = jax.device_get(ends)
+            done, capped, adjudicated, rewards = jax.device_get(ends)
             ended = done | (resign >= 0)
             keys = self._new_keys(len(self.logs)) if ended.any() else None
             if keys is not None:
@@ -196,7 +202,8 @@ class SelfPlayActor:
             positions += len(self.logs)
             frames = []
             for b in np.flatnonzero(ended):
-                record = self._close_game(b, rewards[b], bool(capped[b]), int(resign[b]), version)
+                ending = "adjudicated" if adjudicated[b] else "cap" if capped[b] else "rules"
+                record = self._close_game(b, rewards[b], ending, int(resign[b]), version)
                 frames.append(encode(record))
                 finished.append(record)
                 self.logs[b] = self._new_log(keys[b])
@@ -258,14 +265,14 @@ class SelfPlayActor:
             log.root_value.append(v[b])
             log.actions.append(action[b])
 
-    def _close_game(self, b: int, rewards: np.ndarray, capped: bool, resigner: int, version: int) -> GameRecord:
-        """Game b's record; `version`: the parameters that played its last move."""
+    def _close_game(self, b: int, rewards: np.ndarray, ending: str, resigner: int, version: int) -> GameRecord:
+        """Game b's record; `ending`: how the step ended it (rules, cap, adjudicated), unless `resigner`
+        (a pgx player id, or -1) resigned first; `version`: the parameters that played its last move."""
         log = self.logs[b]
+        termination = ending
         if resigner >= 0:
             rewards = np.where(np.arange(2) == resigner, -1.0, 1.0).astype(np.float32)
             termination = "resign"
-        else:
-            termination = "cap" if capped else "rules"
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
         return GameRecord(
             game=self.game.name, game_id=f"{self.started}-a{self.actor_id}-g{log.serial}",

@@ -120,5 +120,6 @@ class ValueHealthMonitor:
             value_std_vs_start=self.value_std_vs_start(metrics), value_active=m.value_active,
             value_explained=m.value_explained, trained_won_by_rules=m.trained_won_by_rules,
             trained_resigned=m.trained_resigned, trained_capped=m.trained_capped,
-            trained_drawn_by_rules=m.trained_drawn_by_rules, sample_age=m.sample_age,
+            trained_drawn_by_rules=m.trained_drawn_by_rules, trained_adjudicated=m.trained_adjudicated,
+            sample_age=m.sample_age,
             warning=self.warning, warning_step=self.warning_step)

@@ -22,11 +22,12 @@ class TrainMetrics:
     value_active: Optional[float] = None  # share of the ResNet value head's 1x1-conv units past their ReLU (0: dead)
     value_explained: Optional[float] = None  # 1 - Var(z - v) / Var(z) over the batch (None: every z equal)
     # What the batch trained on (replay batches): its share of positions from games won by the rules,
-    # resigned, capped at the ply limit, drawn by the rules (learner.train.ENDINGS) ...
+    # resigned, capped at the ply limit, drawn by the rules, adjudicated by material (learner.train.ENDINGS) ...
     trained_won_by_rules: Optional[float] = None
     trained_resigned: Optional[float] = None
     trained_capped: Optional[float] = None
     trained_drawn_by_rules: Optional[float] = None
+    trained_adjudicated: Optional[float] = None
     sample_age: Optional[float] = None  # ... and the mean learner steps since the network that played them
 
     @classmethod
@@ -51,7 +52,8 @@ class ValueHealth:
     trained_won_by_rules: Optional[float]  # the last batch's share of positions from games won by the rules,
     trained_resigned: Optional[float]  # resigned,
     trained_capped: Optional[float]  # capped at the ply limit,
-    trained_drawn_by_rules: Optional[float]  # drawn by the rules
+    trained_drawn_by_rules: Optional[float]  # drawn by the rules,
+    trained_adjudicated: Optional[float]  # adjudicated by material (actors.adjudicate_plies)
     sample_age: Optional[float]  # mean learner steps since the network that played the last batch's positions
     warning: Optional[str] = None  # the "value head collapsing" line, if it was printed
     warning_step: Optional[int] = None  # the step it was printed at

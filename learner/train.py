@@ -32,9 +32,9 @@ from learner.config import LearnerConfig
 from models import VALUE_ACTIVE
 from search import slots
 
-# What Batch.ending's codes 0..3 mean: how the position's game ended (replay.messages.ENDINGS is the
+# What Batch.ending's codes 0..4 mean: how the position's game ended (replay.messages.ENDINGS is the
 # same tuple on the producing side; learner/ does not import replay/, a test pins that they agree)
-ENDINGS = ("won_by_rules", "resigned", "capped", "drawn_by_rules")
+ENDINGS = ("won_by_rules", "resigned", "capped", "drawn_by_rules", "adjudicated")
 
 
 class TrainState(NamedTuple):

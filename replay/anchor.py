@@ -24,7 +24,7 @@ import numpy as np
 from games import packing
 from replay.messages import TrainingBatch
 
-ANCHOR_ENDING = -1  # TrainingBatch.ending of an anchor row (ENDINGS' codes are 0..3)
+ANCHOR_ENDING = -1  # TrainingBatch.ending of an anchor row (ENDINGS' codes are 0..4)
 
 
 class AnchorSet(NamedTuple):

@@ -44,6 +44,7 @@ def outcome_counters(record: GameRecord) -> collections.Counter:
     c["first_player_wins" if r > 0 else "first_player_losses" if r < 0 else "draws"] += 1
     c["resigned"] += int(record.resigned)
     c["capped"] += int(record.termination == "cap")
+    c["adjudicated"] += int(record.termination == "adjudicated")
     if record.resign_disabled:
         c["no_resign_games"] += 1
         c["resign_would_have"] += int(record.resign_would_have >= 0)

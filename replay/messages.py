@@ -13,8 +13,9 @@ from typing import NamedTuple
 import numpy as np
 
 # How a game ended, as TrainingBatch.ending indexes it: won by the rules (checkmate, or the game's own
-# win), a resignation, the ply cap (a draw), drawn by the rules (stalemate, repetition, 50 moves, ...)
-ENDINGS = ("won_by_rules", "resigned", "capped", "drawn_by_rules")
+# win), a resignation, the ply cap (a draw), drawn by the rules (stalemate, repetition, 50 moves, ...),
+# scored by material after `actors.adjudicate_plies` (won or drawn)
+ENDINGS = ("won_by_rules", "resigned", "capped", "drawn_by_rules", "adjudicated")
 
 
 class TrainingBatch(NamedTuple):
@@ -50,6 +51,7 @@ class ReplayStats:
     first_player_losses: int = 0  # games lost by the player who moved first
     resigned: int = 0  # games ended by resignation
     capped: int = 0  # games ended at the game's ply cap (a draw)
+    adjudicated: int = 0  # games scored by material (actors.adjudicate_plies)
     no_resign_games: int = 0  # games of the never-resign fraction
     resign_would_have: int = 0  # never-resign games where a player would have resigned
     resign_false_positives: int = 0  # ... and that player did not lose

@@ -67,7 +67,7 @@ class GameRecord:
     child_q: np.ndarray  # [sum num_legal] Q per move, side to move
     root_value: np.ndarray  # [T] root value, side to move
     rewards: np.ndarray  # [2] final reward per pgx player id (+1 win, -1 loss, 0 draw)
-    termination: str  # "rules" (mate, stalemate, draw rules), "cap" (ply limit: draw), "resign"
+    termination: str  # "rules" (mate, stalemate, draw rules), "cap" (ply limit: draw), "resign", "adjudicated" (material)
     resign_disabled: bool  # this game was one of the never-resign fraction
     resign_would_have: int  # never-resign games: pgx player id that would have resigned first, or -1
     param_versions: np.ndarray  # [2] first and last parameter version that played this game
@@ -84,11 +84,13 @@ class GameRecord:
 
     def ending(self) -> int:
         """How the game ended, as an index into replay.messages.ENDINGS: won by the rules, resigned,
-        capped (the ply limit), drawn by the rules."""
+        capped (the ply limit), drawn by the rules, adjudicated by material."""
         if self.termination == "resign":
             return 1
         if self.termination == "cap":
             return 2
+        if self.termination == "adjudicated":
+            return 4
         return 0 if np.any(self.rewards != 0) else 3
 
     def versions(self) -> np.ndarray:

@@ -42,7 +42,10 @@ def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = No
     if m.trained_won_by_rules is not None:
         shares = (m.trained_won_by_rules, m.trained_resigned, m.trained_capped, m.trained_drawn_by_rules)
         text += "; trained won/resigned/capped/drawn " + "/".join(f"{100 * x:.0f}" for x in shares) + "%"
-        anchor = 1.0 - sum(shares)  # the rest are anchor boards (replay.anchor_fraction)
+        adjudicated = m.trained_adjudicated or 0.0
+        if adjudicated > 0.005:
+            text += f" + adjudicated {100 * adjudicated:.0f}%"
+        anchor = 1.0 - sum(shares) - adjudicated  # the rest are anchor boards (replay.anchor_fraction)
         if anchor > 0.005:
             text += f" + anchor {100 * anchor:.0f}%"
     if m.sample_age is not None:
@@ -164,6 +167,7 @@ class Progress:
                                 ("trained/won_by_rules", m.trained_won_by_rules),
                                 ("trained/resigned", m.trained_resigned), ("trained/capped", m.trained_capped),
                                 ("trained/drawn_by_rules", m.trained_drawn_by_rules),
+                                ("trained/adjudicated", m.trained_adjudicated),
                                 ("trained/sample_age", m.sample_age)):
                 if value is not None:
                     w.add_scalar(name, value, step)

@@ -104,7 +104,10 @@ def test_the_progress_line_names_the_anchor_share():
 
     from selfplay.progress import health_text
     m = types.SimpleNamespace(value_std=0.2, value_active=0.5, value_explained=0.3, trained_won_by_rules=0.3,
-                              trained_resigned=0.1, trained_capped=0.2, trained_drawn_by_rules=0.15, sample_age=12.0)
+                              trained_resigned=0.1, trained_capped=0.2, trained_drawn_by_rules=0.15, trained_adjudicated=0.0,
+                              sample_age=12.0)
     assert health_text(m).endswith("trained won/resigned/capped/drawn 30/10/20/15% + anchor 25%, age 12 steps")
     m.trained_drawn_by_rules = 0.4  # no anchor boards: the shares sum to 1
     assert "anchor" not in health_text(m) and "30/10/20/40%, age 12" in health_text(m)
+    m.trained_drawn_by_rules, m.trained_adjudicated = 0.3, 0.1  # games scored by material: their own share
+    assert health_text(m).endswith("30/10/20/30% + adjudicated 10%, age 12 steps")

@@ -21,6 +21,7 @@ from selfplay.config import SelfPlayConfig
 from selfplay.sample_games import append_sample_game
 
 ROOT = Path(__file__).resolve().parents[1]
+VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 RESIGN_AT = 6  # resign_min_plies: with a threshold of 1 every position is hopeless from here
 
 
@@ -65,3 +66,28 @@ def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tm
         for action, move in zip(record.actions, pgn.mainline_moves(), strict=True):
             assert move == chess_bridge.pgx_action_to_move(int(action), replayed)
             replayed.push(move)
+
+
+def test_a_long_game_is_adjudicated_by_material(local_ray):
+    """actors.adjudicate_plies: at that ply a game ends, won by the side `adjudicate_margin` pawns ahead,
+    else drawn; python-chess counts the material of the replayed game."""
+    plies = 3
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [
+        "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
+        "search.num_simulations=4", "search.max_num_considered_actions=4", "actors.games_per_actor=8",
+        "actors.resign_enabled=false", f"actors.adjudicate_plies={plies}", "actors.adjudicate_margin=1"])
+    white = [True, False, True]
+    lines = (chess_bridge.ucis_to_pgx_actions(["e2e4", "d7d5", "e4d5"], white),  # white a pawn up
+             chess_bridge.ucis_to_pgx_actions(["e2e4", "e7e5", "g1f3"], white))  # level
+    actor, records = local_actor(cfg, seed=5, opening_lines=lines)
+    actor.play(plies)
+    assert len(records) == 8 and all(r.termination == "adjudicated" and r.plies == plies for r in records)
+    seen = set()
+    for record in records:
+        board = chess_bridge.actions_to_board(record.actions)
+        lead = sum(VALUE[p.piece_type] * (1 if p.color == chess.WHITE else -1) for p in board.piece_map().values())
+        white_id = int(record.to_play[0])
+        expected = 1.0 if lead >= 1 else -1.0 if lead <= -1 else 0.0
+        np.testing.assert_array_equal(record.rewards[[white_id, 1 - white_id]], [expected, -expected])
+        seen.add(expected)
+    assert seen == {0.0, 1.0}  # both lines drawn

@@ -191,16 +191,17 @@ def test_a_flat_value_collapses_whatever_its_start(std, explained, fires):
 def test_batches_say_how_their_games_ended_and_who_played_them(tmp_path):
     buf = ReplayBuffer(tmp_path, ReplayConfig(), num_actions=9, max_legal_actions=9)
     games_ = {"won": (4, "rules", [1.0, -1.0], [0, 6]), "resign": (2, "resign", [1.0, -1.0], [8, 8]),
-              "cap": (6, "cap", [0.0, 0.0], [9, 9]), "drawn": (8, "rules", [0.0, 0.0], [9, 9])}
+              "cap": (6, "cap", [0.0, 0.0], [9, 9]), "drawn": (8, "rules", [0.0, 0.0], [9, 9]),
+              "material": (5, "adjudicated", [-1.0, 1.0], [9, 9])}
     for name, (plies, termination, rewards, versions) in games_.items():
         rec = make_record(name, plies)
         rec.termination, rec.rewards = termination, np.asarray(rewards, np.float32)
         rec.param_versions = np.asarray(versions)
         buf.add(encode(rec))
     batch = buf.sample(4000, seed=3)
-    counts = np.bincount(batch.ending, minlength=4) / 4000
-    np.testing.assert_allclose(counts, np.array([4, 2, 6, 8]) / 20, atol=0.03)  # positions of each game
-    assert ENDINGS == TRAINED_ENDINGS == ("won_by_rules", "resigned", "capped", "drawn_by_rules")  # both sides' codes
+    counts = np.bincount(batch.ending, minlength=5) / 4000
+    np.testing.assert_allclose(counts, np.array([4, 2, 6, 8, 5]) / 25, atol=0.03)  # positions of each game
+    assert ENDINGS == TRAINED_ENDINGS == ("won_by_rules", "resigned", "capped", "drawn_by_rules", "adjudicated")
     # versions: the won game's 4 plies between versions 0 and 6 interpolate to 0, 2, 4, 6
     assert set(batch.version[batch.ending == 0]) == {0, 2, 4, 6}
     assert set(batch.version[batch.ending != 0]) <= {8, 9}
@@ -208,12 +209,13 @@ def test_batches_say_how_their_games_ended_and_who_played_them(tmp_path):
     # the train step reads them: shares of the batch and the mean age at its step
     small = TrainingBatch(observation=np.zeros((4, 3, 3, 2), bool), legal_actions=np.tile(np.arange(9, dtype=np.int32), (4, 1)),
                           policy=np.full((4, 9), 1 / 9, np.float32), z=np.array([1, -1, 0, 0], np.float32),
-                          ending=np.array([0, 0, 1, 2], np.int8), version=np.array([0, 2, 4, 6], np.int32))
+                          ending=np.array([0, 4, 1, 2], np.int8), version=np.array([0, 2, 4, 6], np.int32))
     net = ttt_net()
     cfg = LearnerConfig(lr_values=(0.01,), lr_boundaries=(), batch_size=4)
     state = init_train_state(net, cfg, small.observation[:1], jax.random.PRNGKey(0))
     state = state._replace(step=jnp.asarray(10, jnp.int32))
     _, m = make_train_step(net, cfg)(state, small)
     m = TrainMetrics.of(jax.device_get(m))
-    assert (m.trained_won_by_rules, m.trained_resigned, m.trained_capped, m.trained_drawn_by_rules) == (0.5, 0.25, 0.25, 0.0)
+    assert (m.trained_won_by_rules, m.trained_resigned, m.trained_capped, m.trained_drawn_by_rules,
+            m.trained_adjudicated) == (0.25, 0.25, 0.25, 0.0, 0.25)
     assert m.sample_age == 10 - 3  # the step that trains on them minus the mean version
