@@ -117,6 +117,18 @@ def save(directory: str | os.PathLike, cfg: NetworkConfig, variables: Any, game:
     return directory
 
 
+def variables_for(directory: str | os.PathLike, game: str, cfg: NetworkConfig) -> dict:
+    """The variables (params, batch_stats) of the network directory `directory` to start a network of
+    `cfg` playing `game` from; ValueError in one line if it plays another game or has another shape."""
+    ckpt = load(directory)
+    if ckpt.game != game:
+        raise ValueError(f"plays {ckpt.game or 'no pgx game'}, this run plays {game}: start from a network of this game")
+    if ckpt.config.architecture() != cfg.architecture():
+        raise ValueError(f"is a {ckpt.config.describe()}, the run's network a {cfg.describe()}: "
+                         "set network.* as in its network.yaml, or start from a network of this shape")
+    return {"params": ckpt.variables["params"], "batch_stats": ckpt.variables.get("batch_stats", {})}
+
+
 def _read_header(path: Path) -> dict:
     try:
         header = yaml.safe_load(path.read_text())

@@ -2,9 +2,9 @@
 
     check_local_gpus(cfg)                    # a local run asking for GPUs this machine lacks: one line
     print(memory_shares_line(cfg))           # what each process may take of its GPU's memory
-    lines = opening_lines(cfg)               # actors.opening_book as pgx actions (before any file is written)
+    lines = read_inputs(cfg)                 # actors.opening_book as pgx actions, the ladder checked (before any file is written)
     run_dir = prepare_run_dir(cfg, resume)   # runs/<name>/, config.yaml; on --resume the same game and network
-    state = initial_state(cfg, game, net)    # random weights, or init.network's (warm start)
+    state = initial_state(cfg, game)         # the network with random weights, or init.network's (warm start)
     stats = reload_replay(replay, run_dir)   # the replay actor reads its chunk files
 
 Errors a user can cause or meet here are one RunError line with the fix (`start_error_line`).
@@ -21,11 +21,12 @@ import yaml
 
 from configs import ConfigError, to_dict, upgrade
 from learner import TrainState, init_train_state
-from models import network_dir
+from models import make_network, network_dir
 from replay import AnchorSet, RecordError, SchemaError
 from runtime import local_gpu_count, shares_line
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
+from selfplay.evaluation.opponents import ladder
 from selfplay.messages import ReplayStats
 
 MUST_MATCH_ON_RESUME = ("game", "network")  # what the checkpoints and the replay were made with
@@ -123,6 +124,18 @@ def memory_shares_line(cfg: SelfPlayConfig) -> str:
         ("the evaluator", cfg.evaluation.num_gpus if cfg.evaluation.enabled else 0.0)])
 
 
+def read_inputs(cfg: SelfPlayConfig) -> tuple:
+    """What the run reads and checks before its directory exists, so that a bad one leaves nothing
+    behind: the opening book's lines (returned) and the evaluator's ladder (`evaluation.engines`)."""
+    lines = opening_lines(cfg)
+    if cfg.evaluation.enabled:
+        try:
+            ladder(cfg.game, cfg.evaluation.engines)
+        except ValueError as e:
+            raise RunError(f"evaluation.engines: {e}") from None
+    return lines
+
+
 def opening_lines(cfg: SelfPlayConfig) -> tuple:
     """actors.opening_book's lines as pgx action arrays (selfplay/openings.py); () without a book."""
     if not cfg.actors.opening_book:
@@ -134,29 +147,20 @@ def opening_lines(cfg: SelfPlayConfig) -> tuple:
         raise RunError(str(e)) from None
 
 
-def initial_state(cfg: SelfPlayConfig, game, net, warm_start: bool = True) -> TrainState:
-    """The learner state of a fresh run: random weights from `seed`, or `init.network`'s weights
-    (warm start) with a fresh optimiser at step 0. These are the first parameters published.
-    `warm_start=False` (a resume, whose checkpoint replaces them) skips reading init.network."""
+def initial_state(cfg: SelfPlayConfig, game, warm_start: bool = True) -> TrainState:
+    """The learner state of a fresh run: its network (`network`) with random weights from `seed`, or
+    `init.network`'s weights (warm start) with a fresh optimiser at step 0. These are the first
+    parameters published. `warm_start=False` (a resume, whose checkpoint replaces them) skips reading
+    init.network; one that cannot start this network is one line."""
+    variables = None
+    if cfg.init.network and warm_start:
+        try:
+            variables = network_dir.variables_for(cfg.init.network, cfg.game, cfg.network)
+        except (FileNotFoundError, ValueError) as e:
+            raise RunError(f"init.network {cfg.init.network}: {e}") from None
+    net = make_network(cfg.network, game.spec)
     obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
-    variables = _init_variables(cfg) if cfg.init.network and warm_start else None
     return init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), variables)
-
-
-def _init_variables(cfg: SelfPlayConfig) -> dict:
-    """init.network's variables, refused in one line unless it plays this game with this network's shape."""
-    where = f"init.network {cfg.init.network}"
-    try:
-        ckpt = network_dir.load(cfg.init.network)
-    except (FileNotFoundError, ValueError) as e:
-        raise RunError(f"{where}: {e}") from None
-    if ckpt.game != cfg.game:
-        raise RunError(f"{where} plays {ckpt.game or 'no pgx game'}, this run plays {cfg.game}: "
-                       "warm-start from a network of this game")
-    if ckpt.config.architecture() != cfg.network.architecture():
-        raise RunError(f"{where} is a {ckpt.config.describe()}, the run's network a {cfg.network.describe()}: "
-                       "set network.* as in its network.yaml, or warm-start a network of this shape")
-    return {"params": ckpt.variables["params"], "batch_stats": ckpt.variables.get("batch_stats", {})}
 
 
 def reload_replay(replay, run_dir: Path) -> ReplayStats:

@@ -39,7 +39,6 @@ import jax
 import ray
 
 import games
-import models
 from configs import to_dict
 from learner import Checkpointer, TrainState, ValueHealthMonitor
 from models import network_dir
@@ -66,19 +65,16 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
     if not ray_address:
         prepare.check_local_gpus(cfg)
-    opening_lines = prepare.opening_lines(cfg)  # before the run directory: a bad book leaves nothing behind
+    opening_lines = prepare.read_inputs(cfg)  # before the run directory: a bad book or ladder leaves nothing behind
     run_dir = prepare.prepare_run_dir(cfg, resume)
     game = games.make(cfg.game)
-    net = models.make_network(cfg.network, game.spec)
-    state = prepare.initial_state(cfg, game, net, warm_start=not resume)
+    state = prepare.initial_state(cfg, game, warm_start=not resume)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
     meta = {"samples_trained": 0, "seconds_total": 0.0}
     restored = checkpointer.restore_latest(state) if resume else None
     if restored is not None:
         state, meta = restored
     started_ray = cluster.init_ray(cfg, ray_address)
-    if local_gpu_count():
-        print(prepare.memory_shares_line(cfg), file=sys.stderr, flush=True)
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
         session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
@@ -129,6 +125,8 @@ class _Session:
         """The parameter store (with the first network published) and the replay buffer, on this node;
         the replay's games reloaded from the run directory."""
         cfg, run_dir = self.cfg, self.run_dir
+        if local_gpu_count():  # what each process started from here may take of its GPU
+            print(prepare.memory_shares_line(cfg), file=sys.stderr, flush=True)
         cpu_only = {"env_vars": process_env(0.0, cfg.gpu_memory, cfg.driver_gpu_share)}  # they import pgx, which would start a GPU backend
         self.store = ray.remote(ParameterStore).options(num_cpus=0, runtime_env=cpu_only, name=names["store"],
                                                         **cluster.on_this_node()).remote(opening_lines)

@@ -159,7 +159,7 @@ def test_every_preset_loads_with_its_command(monkeypatch):
     user's run), and a warm-start preset's init.network fits its network (as the run checks it)."""
     from arena.play.match import MatchConfig
     from distill.config import DistillConfig
-    from selfplay import prepare
+    from models import network_dir
     from selfplay.config import SelfPlayConfig
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)  # init.network is relative to the checkout, as the README runs it
@@ -170,4 +170,4 @@ def test_every_preset_loads_with_its_command(monkeypatch):
             else SelfPlayConfig
         cfg = load(cls, path)
         if cls is SelfPlayConfig and cfg.init.network:
-            assert prepare._init_variables(cfg)["params"], path.name
+            assert network_dir.variables_for(cfg.init.network, cfg.game, cfg.network)["params"], path.name

@@ -60,6 +60,19 @@ def test_cli_config_error_is_one_line_exit_2(override, needle, tmp_path, capsys)
         assert r.returncode == 2 and r.stderr == err, r.stderr
 
 
+@pytest.mark.parametrize("config, engine, needle", [
+    ("connect_four.yaml", "minimax", "known: alphabeta:depth=N"),  # a board player of another game
+    ("chess_cpu.yaml", "stockfish:skil=0", "evaluation.engines"),  # a misspelt agent option
+])
+def test_a_bad_ladder_is_one_line_before_the_run_directory(config, engine, needle, tmp_path, capsys):
+    args = ["--config", str(ROOT / "configs" / config), "--set", f"evaluation.engines=[{engine}]",
+            "--set", f"runs_dir={tmp_path}"]
+    assert _selfplay_cli()(args) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("selfplay.py: evaluation.engines:") and needle in lines[0], lines
+    assert not any(tmp_path.iterdir())  # nothing left behind
+
+
 def test_cli_resume_without_a_run_is_one_line_exit_2(tmp_path, capsys):
     assert _selfplay_cli()(["--config", str(ROOT / "configs/tic_tac_toe.yaml"), "--resume", "--set",
                             f"runs_dir={tmp_path}"]) == 2

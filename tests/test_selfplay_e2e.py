@@ -23,7 +23,7 @@ import pytest
 
 import games
 from configs.loader import load, to_dict
-from models import make_network, network_dir
+from models import network_dir
 from replay import chunks
 from search import SearchConfig, make_search
 from selfplay.config import SelfPlayConfig
@@ -175,7 +175,7 @@ def _restored_checkpoint(run_dir: Path):
     cfg = load(SelfPlayConfig, run_dir / "config.yaml")
     game = games.make(cfg.game)
     with Checkpointer(run_dir / "checkpoints") as checkpointer:
-        return checkpointer.restore_latest(prepare.initial_state(cfg, game, make_network(cfg.network, game.spec)),
+        return checkpointer.restore_latest(prepare.initial_state(cfg, game),
                                            warn=pytest.fail)
 
 

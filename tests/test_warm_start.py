@@ -84,14 +84,13 @@ def test_a_run_starts_from_the_distilled_weights(distilled):
     assert saved.config.history is False  # FEN boards have no history: the network reads none
     cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false"])
     game = games.make("chess")
-    state = initial_state(cfg, game, models.make_network(cfg.network, game.spec))
+    state = initial_state(cfg, game)
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.params), saved.variables["params"])
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.batch_stats),
                  saved.variables["batch_stats"])
     assert int(state.step) == 0
     assert saved.metadata["search"] == to_dict(cfg.search)  # mcts:net= plays the preset's search
-    fresh = initial_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), ["network.history=false"]), game,
-                          models.make_network(cfg.network, game.spec))
+    fresh = initial_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), ["network.history=false"]), game)
     assert not np.array_equal(jax.tree.leaves(fresh.params)[0], jax.tree.leaves(state.params)[0])
 
 
@@ -101,13 +100,13 @@ def test_a_network_of_another_shape_or_path_is_one_line(distilled):
     wider = load(SelfPlayConfig, str(tmp / "tiny.yaml"),
                  [f"init.network={summary['network']}", "network.resnet.filters=16"])
     with pytest.raises(RunError, match="filters=8.*filters=16"):
-        initial_state(wider, game, models.make_network(wider.network, game.spec))
+        initial_state(wider, game)
     reads_history = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}"])
     with pytest.raises(RunError, match="history=false.*set network"):
-        initial_state(reads_history, game, models.make_network(reads_history.network, game.spec))
+        initial_state(reads_history, game)
     missing = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={tmp / 'nowhere'}"])
     with pytest.raises(RunError, match="init.network"):
-        initial_state(missing, game, models.make_network(missing.network, game.spec))
+        initial_state(missing, game)
 
 
 def test_an_interrupted_warm_start_resumes_where_it_stopped(distilled):

@@ -18,7 +18,6 @@ from runtime import process_env
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.evaluation.evaluator import Evaluator
-from selfplay.evaluation.opponents import ladder
 from selfplay.messages import EvalReport, EvalRequest
 
 
@@ -28,10 +27,7 @@ class EvaluatorHandle:
     def __init__(self, cfg: SelfPlayConfig, run_dir: Path, store, placement: dict):
         import ray
         self.cfg = cfg.evaluation
-        try:
-            ladder(cfg.game, self.cfg.engines)
-        except ValueError as e:
-            raise RunError(f"evaluation.engines: {e}") from None
+        # evaluation.engines: checked before the run started (selfplay/prepare.py read_inputs)
         self.actor = ray.remote(Evaluator).options(
             num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, max_restarts=3,
             runtime_env={"env_vars": process_env(self.cfg.num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)},
