@@ -166,3 +166,25 @@ def test_the_value_one_ply_mover_takes_the_capture_its_value_prefers_and_a_mate(
     assert len(capture) == 1 and capture[0].uci() == "h1d5"
     for board, action, want in zip(boards, actions, ["h1d5", "a1a8"]):
         assert action == chess_bridge.uci_to_pgx_action(want, board.turn == chess.WHITE)
+
+
+def test_the_probe_panel_draws_its_references_from_the_first_evaluation():
+    """The random mover's agreement and the constant draw's error are lines across the panel even when
+    only step 0 has been evaluated (a one-point series would draw nothing)."""
+    import types
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from selfplay.evaluation.plot import _plot_probe
+    report = types.SimpleNamespace(
+        step=0, probe_policy=0.06, probe_policy_lower=0.04, probe_policy_upper=0.09, probe_search=0.08,
+        probe_search_lower=0.06, probe_search_upper=0.10, probe_random=0.059, probe_value_error=15.7,
+        probe_value_error_lower=14.5, probe_value_error_upper=17.0, probe_draw_error=15.8)
+    fig, (agree, value) = plt.subplots(1, 2)
+    _plot_probe(agree, value, [report])
+    flat = lambda ax: [line.get_ydata() for line in ax.get_lines() if line.get_label() in ("random mover", "always a draw")]
+    assert len(flat(agree)) == 1 and np.allclose(flat(agree)[0], 5.9) and len(flat(agree)[0]) == 2
+    assert np.allclose(flat(value)[0], 15.8) and len(flat(value)[0]) == 2  # a line across, not one point
+    plt.close(fig)

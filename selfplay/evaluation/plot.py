@@ -102,7 +102,8 @@ def _plot_probe(agree_ax, value_ax, reports: list[EvalReport]) -> None:
         err = np.array([mid - 100 * np.array([getattr(r, field + "_lower") for r in reports]),
                         100 * np.array([getattr(r, field + "_upper") for r in reports]) - mid])
         agree_ax.errorbar(steps + dx, mid, yerr=err, marker=marker, capsize=3, label=label)
-    agree_ax.plot(steps, [100 * r.probe_random for r in reports], ls="--", color="grey", label="random mover")
+    # the random mover's and the constant draw's figures are the probe set's own: lines, seen from one evaluation on
+    agree_ax.axhline(100 * reports[-1].probe_random, ls="--", color="grey", label="random mover")
     agree_ax.set_xlabel("learner step")
     agree_ax.set_ylabel("% of probe positions: Stockfish's best move")
     agree_ax.set_ylim(bottom=0)
@@ -112,7 +113,7 @@ def _plot_probe(agree_ax, value_ax, reports: list[EvalReport]) -> None:
                     [r.probe_value_error_upper - r.probe_value_error for r in reports]])
     value_ax.errorbar(steps, [r.probe_value_error for r in reports], yerr=err, marker="o", capsize=3,
                       label="value head")
-    value_ax.plot(steps, [r.probe_draw_error for r in reports], ls="--", color="grey", label="always a draw")
+    value_ax.axhline(reports[-1].probe_draw_error, ls="--", color="grey", label="always a draw")
     value_ax.set_xlabel("learner step")
     value_ax.set_ylabel("mean |error| of win% vs Stockfish (probe)")
     value_ax.set_ylim(bottom=0)
