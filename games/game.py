@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import pgx
 
 from games import pgx_internals
+from games.ladders import Ladder, ladder
 
 State = Any  # a batched pgx.State
 
@@ -30,12 +31,13 @@ class GameSpec:
     max_legal_actions: int  # upper bound on legal actions in any position (search slot width)
     max_plies: int  # game length cap; reaching it ends the game as a draw
     dirichlet_alpha: float  # root-noise alpha, ~10 / typical number of legal moves (AlphaZero)
+    ladder: Ladder = Ladder()  # the fixed opponents of its in-run evaluation (games/ladders.py)
 
 
 SPECS = {
-    "chess": GameSpec("chess", "chess", 4672, (8, 8, 119), 218, 512, 0.3),
-    "tic_tac_toe": GameSpec("tic_tac_toe", "tic_tac_toe", 9, (3, 3, 2), 9, 9, 1.0),
-    "connect_four": GameSpec("connect_four", "connect_four", 7, (6, 7, 2), 7, 42, 1.0),
+    "chess": GameSpec("chess", "chess", 4672, (8, 8, 119), 218, 512, 0.3, ladder("chess")),
+    "tic_tac_toe": GameSpec("tic_tac_toe", "tic_tac_toe", 9, (3, 3, 2), 9, 9, 1.0, ladder("tic_tac_toe")),
+    "connect_four": GameSpec("connect_four", "connect_four", 7, (6, 7, 2), 7, 42, 1.0, ladder("connect_four")),
     "go_9x9": GameSpec("go_9x9", "go_9x9", 82, (9, 9, 17), 82, 162, 0.11),
     "shogi": GameSpec("shogi", "shogi", 2187, (9, 9, 119), 593, 512, 0.15),
 }

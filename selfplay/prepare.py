@@ -2,7 +2,7 @@
 
     check_local_gpus(cfg)                    # a local run asking for GPUs this machine lacks: one line
     print(memory_shares_line(cfg))           # what each process may take of its GPU's memory
-    lines = read_inputs(cfg)                 # actors.opening_book as pgx actions, the ladder checked (before any file is written)
+    lines = read_inputs(cfg, game)           # actors.opening_book as pgx actions, the ladder checked (before any file is written)
     run_dir = prepare_run_dir(cfg, resume)   # runs/<name>/, config.yaml; on --resume the same game and network
     state = initial_state(cfg, game)         # the network with random weights, or init.network's (warm start)
     stats = reload_replay(replay, run_dir)   # the replay actor reads its chunk files
@@ -19,6 +19,7 @@ import jax
 import ray
 import yaml
 
+from arena import ladder_opponents
 from configs import ConfigError, to_dict, upgrade
 from learner import TrainState, init_train_state
 from models import make_network, network_dir
@@ -26,7 +27,6 @@ from replay import AnchorSet, RecordError, SchemaError
 from runtime import local_gpu_count, shares_line
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
-from selfplay.evaluation.opponents import ladder
 from selfplay.messages import ReplayStats
 
 MUST_MATCH_ON_RESUME = ("game", "network")  # what the checkpoints and the replay were made with
@@ -124,13 +124,14 @@ def memory_shares_line(cfg: SelfPlayConfig) -> str:
         ("the evaluator", cfg.evaluation.num_gpus if cfg.evaluation.enabled else 0.0)])
 
 
-def read_inputs(cfg: SelfPlayConfig) -> tuple:
+def read_inputs(cfg: SelfPlayConfig, game) -> tuple:
     """What the run reads and checks before its directory exists, so that a bad one leaves nothing
-    behind: the opening book's lines (returned) and the evaluator's ladder (`evaluation.engines`)."""
+    behind: the opening book's lines (returned) and the evaluator's ladder (`evaluation.engines`, else
+    `game`'s)."""
     lines = opening_lines(cfg)
     if cfg.evaluation.enabled:
         try:
-            ladder(cfg.game, cfg.evaluation.engines)
+            ladder_opponents(cfg.game, game.spec.ladder, cfg.evaluation.engines)
         except ValueError as e:
             raise RunError(f"evaluation.engines: {e}") from None
     return lines

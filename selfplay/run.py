@@ -65,9 +65,9 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
     if not ray_address:
         prepare.check_local_gpus(cfg)
-    opening_lines = prepare.read_inputs(cfg)  # before the run directory: a bad book or ladder leaves nothing behind
-    run_dir = prepare.prepare_run_dir(cfg, resume)
     game = games.make(cfg.game)
+    opening_lines = prepare.read_inputs(cfg, game)  # before the run directory: a bad book or ladder leaves nothing behind
+    run_dir = prepare.prepare_run_dir(cfg, resume)
     state = prepare.initial_state(cfg, game, warm_start=not resume)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
     meta = {"samples_trained": 0, "seconds_total": 0.0}

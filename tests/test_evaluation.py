@@ -55,6 +55,8 @@ def test_the_ladder_is_the_games_own_unless_engines_name_one():
     assert ladder("tic_tac_toe", None) == ("minimax",) and ladder("go_9x9", None) == ()
     assert ladder("chess", None) == ("stockfish:skill=0,depth=1",) and ladders.ladder("chess").fen_uci
     assert ladder("connect_four", ("alphabeta:depth=6",)) == ("alphabeta:depth=6",)
+    import games
+    assert all(games.SPECS[g].ladder == ladders.ladder(g) for g in games.SPECS)  # the game carries its ladder
     with pytest.raises(ValueError, match="known: alphabeta:depth=N"):
         ladder("connect_four", ("minimax",))
 

@@ -8,6 +8,7 @@ bench/connect_four_strength.py.
 from __future__ import annotations
 
 import functools
+from typing import Optional
 
 import numpy as np
 
@@ -139,6 +140,20 @@ def parse_player(game: str, spec: str) -> tuple[str, int]:
             return "alphabeta", int(value)
     known = {"tic_tac_toe": "minimax", "connect_four": "alphabeta:depth=N"}.get(game, "none")
     raise ValueError(f"unknown {game} player '{spec}' (known: {known})")
+
+
+def ladder_opponents(game: str, ladder, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
+    """The fixed opponents of `game`'s evaluation: `engines`, else its ladder's (games/ladders.py
+    `Ladder`), each checked as the game's kind of player (arena agent specs where the ladder is FEN and
+    UCI, as chess's; else board players, see parse_player); ValueError names a bad one."""
+    specs = ladder.opponents if engines is None else engines
+    for spec in specs:
+        if ladder.fen_uci:
+            from arena.agents.spec import parse_spec
+            parse_spec(spec)
+        else:
+            parse_player(game, spec)
+    return tuple(specs)
 
 
 def board_mover(game: str, spec: str, seed: int = 0):

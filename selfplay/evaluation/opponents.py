@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import jax
 
-from arena import GameResult, append_pgn, gauntlet
+from arena import GameResult, append_pgn, gauntlet, ladder_opponents
 from games import ladders
 from models import network_dir
 from selfplay.config import SelfPlayConfig
@@ -28,16 +28,7 @@ Played = list[tuple[GameResult, gauntlet.GauntletGame]]  # (rating game, game) p
 def ladder(game: str, engines: Optional[tuple[str, ...]]) -> tuple[str, ...]:
     """The fixed opponents besides random and earlier networks (`engines`, else the game's ladder);
     ValueError names a bad spec."""
-    game_ladder = ladders.ladder(game)
-    specs = game_ladder.opponents if engines is None else engines
-    for spec in specs:
-        if game_ladder.fen_uci:
-            from arena import parse_spec
-            parse_spec(spec)
-        else:
-            from arena import parse_player
-            parse_player(game, spec)
-    return tuple(specs)
+    return ladder_opponents(game, ladders.ladder(game), engines)
 
 
 class Opponents:
