@@ -39,6 +39,9 @@ class EvaluationConfig:
     # chess: positions of the probe set (arena/batched/probe.py; at most 500) on which the raw policy and the search
     # are compared with Stockfish's best move and the value with its win probability; 0: none
     probe: int = 500
+    # chess: learner steps after the run's first evaluation by which some probe figure must have left its
+    # first interval (selfplay/evaluation/learning.py), else one "not learning" warning; 0: never warn
+    learning_after_steps: int = 2000
     num_cpus: float = 1.0  # Ray resources of the evaluator actor (a cluster gives it its own)
     num_gpus: float = 0.0  # GPUs of the evaluator actor (its searches are a few positions at a time: the CPU serves)
 
@@ -48,7 +51,7 @@ class EvaluationConfig:
             raise ValueError("evaluation.every_steps >= 1 and evaluation.every_minutes >= 0 required")
         if self.openings < 1 or self.max_plies < 0 or self.previous_networks < 0 or self.mate_puzzles < 0:
             raise ValueError("evaluation.openings >= 1; max_plies, previous_networks, mate_puzzles >= 0")
-        check_at_least(self, 0, "probe", prefix="evaluation.")
+        check_at_least(self, 0, "probe", "learning_after_steps", prefix="evaluation.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -100,6 +100,16 @@ class GpuFigures:
 
 
 @dataclasses.dataclass(frozen=True)
+class Learning:
+    """What the probe set says of a run so far, against its first evaluation (selfplay/evaluation/learning.py)."""
+
+    first_step: int  # the step of the run's first evaluation with probe figures
+    step: int  # the latest evaluation's
+    rose: tuple[str, ...]  # the figures whose 95% interval cleared the first's: "policy", "search", "value"
+    warning: Optional[str] = None  # the "not learning" line, if it was printed
+
+
+@dataclasses.dataclass(frozen=True)
 class RunSummary:
     """What `selfplay.run.run` returns when the run stops (checkpointed, resumable)."""
 
@@ -123,7 +133,8 @@ class RunSummary:
     learner_figures: Optional[LearnerFigures] = None  # the learner's rate and achieved train ratio
     gpus: Optional[GpuFigures] = None  # GPU busy % and memory (None: no NVIDIA GPU on this node)
     value_health: Optional[ValueHealth] = None  # value head vs the run's start, its warning (None: no step yet)
+    learning: Optional[Learning] = None  # the probe set against the run's first evaluation (None: fewer than two)
 
 
-__all__ = ["EvalReport", "EvalRequest", "GpuFigures", "LearnerFigures", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
+__all__ = ["EvalReport", "EvalRequest", "GpuFigures", "LearnerFigures", "Learning", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",
            "TrainResult", "TrainingBatch", "ValueHealth"]

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from selfplay.config import SelfPlayConfig
+from selfplay.evaluation import learning_text
 from selfplay.messages import RunSummary
 from selfplay.progress import elo_text, probe_text
 
@@ -65,6 +66,8 @@ def summary_lines(summary: RunSummary, cfg: SelfPlayConfig, run_dir: Path) -> li
         out.append(f"last evaluation: Elo {elo_text(s.evaluation)} (random = 0, 95% intervals)")
         if probe_text(s.evaluation):
             out.append(f"probe: {probe_text(s.evaluation)}")
+        if s.learning is not None:
+            out.append(learning_text(s.learning))
     elif cfg.evaluation.enabled:
         out.append("last evaluation: none finished")
     network = run_dir / "network"

@@ -134,6 +134,7 @@ def test_the_evaluator_reports_probe_figures_for_chess(tmp_path):
     assert report.probe_value_error == pytest.approx(expected.value.error)
     assert 0 <= report.probe_policy_lower <= report.probe_policy <= report.probe_policy_upper <= 1
     assert read_reports(tmp_path / "eval" / "ratings.csv")[0].probe_search == pytest.approx(report.probe_search)
+    assert evaluator.first() == report  # what the run's learning check compares later evaluations with
     assert "agrees with Stockfish" in probe_text(report)
     assert (tmp_path / "eval" / "progress.png").stat().st_size > 0
 

@@ -70,6 +70,16 @@ def test_lines_for_a_chess_run_name_the_network_and_the_commands(tmp_path, monke
     assert "runs/mine/summary.json" in lines[-1]
 
 
+def test_the_lines_say_whether_the_probe_saw_learning(tmp_path):
+    from selfplay.messages import Learning
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=mine"])
+    lines = summary_lines(_summary(learning=Learning(0, 300, ("value",))), cfg, tmp_path)
+    assert "learning: from step 0 to 300 the value's error left the first interval (probe, 95%)" in lines
+    lines = summary_lines(_summary(learning=Learning(0, 300, (), "not learning at step 300: ...")), cfg, tmp_path)
+    assert any(line.startswith("not learning yet: from step 0 to 300") for line in lines)
+    assert json.loads(summary_json(_summary(learning=Learning(0, 300, ("policy",)))))["learning"]["rose"] == ["policy"]
+
+
 def test_lines_for_a_run_stopped_at_max_steps_resume_with_more_steps(tmp_path):
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", [f"runs_dir={tmp_path}", "name=t"])
     lines = summary_lines(_summary(stop_reason="max_steps", evaluation=None), cfg, tmp_path / "t")

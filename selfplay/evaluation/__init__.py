@@ -5,6 +5,7 @@ puzzles, agreement with Stockfish), rated and written to runs/<name>/eval/ as th
     selfplay/evaluation/evaluator.py  Evaluator: the Ray actor; the evaluation of one network, ratings refit
     selfplay/evaluation/opponents.py  the ladder and the gauntlet games: random, earlier networks, engines
     selfplay/evaluation/probes.py     mate puzzles and the Stockfish probe set (chess)
+    selfplay/evaluation/learning.py   is the run learning? the probe figures against its first evaluation
     selfplay/evaluation/store.py      what is stored: games.csv, ratings.csv (read back on a resume), player names
     selfplay/evaluation/plot.py       progress.png
 
@@ -13,6 +14,7 @@ The rest of selfplay/ uses what this file names.
 """
 from selfplay.evaluation.evaluator import Evaluator
 from selfplay.evaluation.handle import EvaluatorHandle
+from selfplay.evaluation.learning import LearningCheck, learning_text
 from selfplay.evaluation.store import PROBE_FIELDS
 
-__all__ = ["Evaluator", "EvaluatorHandle", "PROBE_FIELDS"]
+__all__ = ["Evaluator", "EvaluatorHandle", "LearningCheck", "PROBE_FIELDS", "learning_text"]

@@ -96,6 +96,9 @@ class Evaluator:
     def latest(self) -> Optional[EvalReport]:
         return self.reports[-1] if self.reports else None
 
+    def first(self) -> Optional[EvalReport]:
+        return self.reports[0] if self.reports else None
+
     def evaluate(self, request: EvalRequest) -> Optional[EvalReport]:
         """Evaluates the request's network (or the newest published); None if that step was done."""
         start = time.perf_counter()

@@ -18,6 +18,7 @@ from runtime import process_env
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.evaluation.evaluator import Evaluator
+from selfplay.evaluation.learning import LearningCheck
 from selfplay.messages import EvalReport, EvalRequest
 
 
@@ -39,6 +40,7 @@ class EvaluatorHandle:
                 f"the evaluator (evaluation.num_cpus={self.cfg.num_cpus}, num_gpus={self.cfg.num_gpus}) found no "
                 "free Ray resources in 5 minutes: raise ray_num_cpus or set evaluation.num_cpus=0") from None
         self.latest: Optional[EvalReport] = ray.get(self.actor.latest.remote())
+        self.learning = LearningCheck(ray.get(self.actor.first.remote()), self.cfg.learning_after_steps)
         self.last_step = done[-1] if done else None  # the step of the last request (or evaluation)
         self.last_time = time.monotonic()
         self._in_flight = None
@@ -72,6 +74,9 @@ class EvaluatorHandle:
             return None
         if report is not None:
             self.latest = report
+            line = self.learning.observe(report)
+            if line:
+                print(line, file=sys.stderr, flush=True)
         return report
 
     def finish(self, final: EvalRequest) -> list[EvalReport]:

@@ -1,0 +1,56 @@
+"""selfplay/evaluation/learning.py: whether the probe figures left the first evaluation's interval,
+and the one "not learning" warning, on reports computed by hand."""
+from __future__ import annotations
+
+from selfplay.evaluation import LearningCheck, learning_text
+from selfplay.evaluation.learning import risen
+from selfplay.messages import EvalReport, Learning
+
+
+def report(step: int, policy=(0.062, 0.044, 0.087), search=(0.078, 0.058, 0.105), value=(15.8, 14.5, 17.0)):
+    """An evaluation with these probe figures (each: value, lower, upper); the rest as a chess run's."""
+    probe = {} if policy is None else dict(
+        probe_policy=policy[0], probe_policy_lower=policy[1], probe_policy_upper=policy[2],
+        probe_search=search[0], probe_search_lower=search[1], probe_search_upper=search[2], probe_random=0.059,
+        probe_value_error=value[0], probe_value_error_lower=value[1], probe_value_error_upper=value[2],
+        probe_draw_error=15.8)
+    return EvalReport(step=step, hours=0.0, positions=0, games=0, loss=None, elo=0.0, elo_lower=-50.0,
+                      elo_upper=50.0, score_vs_random=0.5, mates_search=None, mates_policy=None, seconds=1.0, **probe)
+
+
+def test_a_figure_rises_only_when_its_interval_clears_the_first():
+    first = report(0)
+    assert risen(first, report(1000, policy=(0.12, 0.094, 0.152))) == ("policy",)  # 9.4 > 8.7
+    assert risen(first, report(1000, policy=(0.11, 0.086, 0.14))) == ()  # 8.6 is inside the first's interval
+    assert risen(first, report(1000, search=(0.14, 0.11, 0.17))) == ("search",)
+    assert risen(first, report(1000, value=(13.5, 12.5, 14.4))) == ("value",)  # an error falls: 14.4 < 14.5
+    assert risen(first, report(1000, value=(14.0, 13.0, 15.0))) == ()
+    assert risen(first, report(1000, value=(20.0, 18.5, 21.5))) == ()  # worse is not a rise
+
+
+def test_the_warning_fires_once_when_due_and_nothing_rose():
+    check = LearningCheck(after_steps=2000)
+    assert check.observe(report(0)) is None and check.summary() is None  # the first evaluation: the start
+    assert check.observe(report(1000)) is None  # not due yet
+    line = check.observe(report(2000, policy=(0.07, 0.05, 0.095), value=(16.9, 15.8, 18.1)))
+    assert line.startswith("not learning at step 2000") and "step 0" in line
+    assert "7.0% (then 6.2%, a random mover 5.9%)" in line and "16.9 win% (then 15.8, a constant draw 15.8)" in line
+    assert "docs/selfplay.md" in line
+    assert check.observe(report(3000)) is None  # once
+    assert check.summary() == Learning(0, 3000, (), line)
+    assert learning_text(check.summary()).startswith("not learning yet: from step 0 to 3000")
+
+
+def test_a_run_that_learns_is_not_warned_and_says_what_rose():
+    check = LearningCheck(report(0), after_steps=2000)  # a resumed run: its first evaluation read back
+    assert check.observe(report(2000, policy=(0.13, 0.10, 0.16), value=(13.0, 12.0, 14.0))) is None
+    assert check.summary() == Learning(0, 2000, ("policy", "value"), None)
+    assert learning_text(check.summary()) == ("learning: from step 0 to 2000 the raw policy's agreement, the "
+                                              "value's error left the first interval (probe, 95%)")
+    never = LearningCheck(report(0), after_steps=0)  # evaluation.learning_after_steps=0
+    assert never.observe(report(5000)) is None and never.summary().rose == ()
+
+
+def test_games_without_the_probe_are_never_judged():
+    check = LearningCheck(report(0, policy=None), after_steps=100)
+    assert check.observe(report(500, policy=None)) is None and check.summary() is None
