@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 import games  # noqa: E402
 import models  # noqa: E402
 from configs import ConfigError, load  # noqa: E402
-from games import packing  # noqa: E402
+from games import immediate_wins, packing  # noqa: E402
 from learner import (  # noqa: E402
     TrainMetrics,  # noqa: E402
     health,  # noqa: E402
@@ -55,21 +55,41 @@ WIDTH = 64  # legal moves kept per position (random chess rarely has more; the r
 SERIES = ("value_std", "value_active", "value_explained", "value_loss", "policy_loss", "sample_age", "wdl_loss")
 
 
+def mover(game, takes_mates: bool):
+    """A batched random mover (states [B], key) -> actions [B]: uniform over the legal moves, or, with
+    `takes_mates`, a move that wins at once where one exists (games.immediate_wins: as a search with
+    `win_check` plays, so games end decided about as often as early self-play's)."""
+    def move(states, key):
+        mask = game.legal_mask(states)
+        if not takes_mates:
+            return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
+        slots = immediate_wins.legal_slots(game, states, game.max_legal_actions)
+        wins = immediate_wins.immediate_wins(game, states, slots)  # [B, W]
+        onto = lambda rows: jnp.zeros(mask.shape, bool).at[jnp.arange(len(slots))[:, None],  # noqa: E731
+                                                            jnp.maximum(slots, 0)].max(rows)
+        mating = onto(wins & (slots >= 0))
+        pick = jnp.where(mating.any(axis=1, keepdims=True), mating, mask)
+        return jax.random.categorical(key, jnp.where(pick, 0.0, -jnp.inf))
+    return move
+
+
 def random_games(num_games: int, max_plies: int, seed: int, cache: Path,
-                 game_name: str = "chess") -> dict[str, np.ndarray]:
-    """`num_games` games of uniformly random moves, every position of each: bits, values (its
+                 game_name: str = "chess", takes_mates: bool = False) -> dict[str, np.ndarray]:
+    """`num_games` games of random moves (`mover`), every position of each: bits, values (its
     packed observation), legal [N, WIDTH] pgx ids (-1 pads), z [N] for the side to move, ending [N]
     (learner.train.ENDINGS), game [N]; lengths [num_games]. Cached in `cache`."""
-    path = cache / f"random_games_{game_name}_{num_games}_{max_plies}_{seed}.npz"
+    kind = "_mates" if takes_mates else ""
+    path = cache / f"random_games_{game_name}{kind}_{num_games}_{max_plies}_{seed}.npz"
     if path.exists():
         return dict(np.load(path))
     game = games.make(game_name)
     max_plies = min(max_plies, game.max_plies)
+    move = mover(game, takes_mates)
 
     @jax.jit
     def ply(states, key):
         mask = game.legal_mask(states)
-        action = jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
+        action = move(states, key)
         width = min(WIDTH, mask.shape[1])
         _, first = jax.lax.top_k(jnp.where(mask, -jnp.arange(mask.shape[1]), -(1 << 20)), width)
         legal = jnp.pad(jnp.where(jnp.take_along_axis(mask, first, 1), first, -1), ((0, 0), (0, WIDTH - width)),
@@ -175,6 +195,8 @@ def parse_args(argv):
     p.add_argument("--pool-games", type=int, default=256, help="random games the positions come from")
     p.add_argument("--max-plies", type=int, default=512, help="ply cap of the random games (a draw)")
     p.add_argument("--pool-seed", type=int, default=0, help="seed of the random games (the same for every --seed)")
+    p.add_argument("--pool-takes-mates", action="store_true",
+                   help="the random movers take a mate in one where there is one (decided games as in early self-play)")
     p.add_argument("--dead-value-head", action="store_true",
                    help="control: the value BatchNorm's bias at -100 from the start (the H200 run's end state)")
     p.add_argument("--health-every", type=int, default=50, help="steps between value-health checks")
@@ -210,7 +232,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     cfg = preset(args)
     lc, t0 = cfg.learner, time.perf_counter()
-    pool = random_games(args.pool_games, args.max_plies, args.pool_seed, Path(args.cache))
+    pool = random_games(args.pool_games, args.max_plies, args.pool_seed, Path(args.cache),
+                        takes_mates=args.pool_takes_mates)
     t_pool = time.perf_counter() - t0
     game = games.make("chess")
     spec = jax.ShapeDtypeStruct(game.spec.observation_shape, game.observation_dtype)

@@ -76,3 +76,23 @@ def test_random_games_keep_the_result_of_a_game_that_ended_before_the_others(ben
     assert (pool["z"][ends][decisive] == 1.0).all()  # the last mover won
     assert (pool["z"][ends][~decisive] == 0.0).all()
     assert set(np.unique(pool["z"])) <= {-1.0, 0.0, 1.0} and (pool["z"] == -1.0).any()
+
+
+def test_the_mate_taking_mover_mates_where_it_can_and_is_uniform_elsewhere(bench_module):
+    """--pool-takes-mates: from Scholar's-mate positions the mover plays Qxf7# for every key; from the
+    start position it plays every one of the 20 moves (python-chess names the mate)."""
+    import chess
+    import jax
+
+    import games
+    from games import chess_bridge
+    game = games.make("chess")
+    move = jax.jit(bench_module.mover(game, takes_mates=True))
+    mate_in_one = "r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 2 3"  # Qh5xf7#
+    for white_player in (0, 1):
+        states = chess_bridge.fens_to_states([mate_in_one] * 16, white_player=white_player)
+        actions = np.asarray(move(states, jax.random.PRNGKey(white_player)))
+        assert {chess_bridge.pgx_action_to_uci(int(a), True) for a in actions} == {"h5f7"}
+    start = chess_bridge.fens_to_states([chess.STARTING_FEN] * 400)
+    played = {chess_bridge.pgx_action_to_uci(int(a), True) for a in np.asarray(move(start, jax.random.PRNGKey(2)))}
+    assert len(played) == 20
