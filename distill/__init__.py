@@ -2,8 +2,8 @@
 training -> student network directories, played as arena's av:/sv:/bc: agents and evaluated
 (action accuracy, Kendall's tau, puzzles) like any arena agent. See docs/distill.md.
 
-Other rooms use the names below, never a module of distill; `load_boards` loads JAX on first use
-(_LAZY). The CLI distill.py, this room's own front, calls its steps' modules (annotate, train,
+Other rooms use the names below, never a module of distill; `load_boards` and `read_anchor_set` load JAX
+on first use (_LAZY). The CLI distill.py, this room's own front, calls its steps' modules (annotate, train,
 evaluate, warm_start: each module is named as the function it runs, so no face can name both).
 """
 import importlib
@@ -11,9 +11,9 @@ import importlib
 from distill.config import DataConfig, DistillConfig
 from distill.records import RecordStore
 
-_LAZY = {"load_boards": "distill.warm_start"}
+_LAZY = {"load_boards": "distill.warm_start", "read_anchor_set": "distill.anchors"}
 
-__all__ = ["DataConfig", "DistillConfig", "RecordStore", "load_boards"]
+__all__ = ["DataConfig", "DistillConfig", "RecordStore", "load_boards", "read_anchor_set"]
 
 
 def __getattr__(name: str):

@@ -47,12 +47,12 @@ class Learner:
 
     def __init__(self, game_name: str, network_cfg: models.NetworkConfig, cfg: LearnerConfig,
                  state: TrainState, replay, store):
+        self._cfg = cfg
+        self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
         game = games.make(game_name)
         net = models.make_network(network_cfg, game.spec)
         self._train_step = make_train_step(net, cfg, symmetry.of(game_name), obs_spec=jax.ShapeDtypeStruct(
             game.spec.observation_shape, game.observation_dtype))
-        self._cfg = cfg
-        self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
         self._state = jax.device_put(state, self._replicated)
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.
         self._rng, self._step = np.asarray(state.rng), int(state.step)

@@ -15,6 +15,7 @@ from runtime.cpus import expose_cpu_cores, pin_threads
 from runtime.data import data_dir, data_file
 from runtime.forking import forks_quietly
 from runtime.gpu_memory import (
+                                CPU_ONLY_ENV,
                                 DEFAULT_DRIVER_GPU_SHARE,
                                 GpuMemory,
                                 local_gpu_count,
@@ -26,6 +27,6 @@ from runtime.gpu_memory import (
 from runtime.jax_cache import enable_compilation_cache
 from runtime.signals import raise_if_stop_requested, stop_on_signals, stops_deferred
 
-__all__ = ["DEFAULT_DRIVER_GPU_SHARE", "GpuMemory", "data_dir", "data_file", "enable_compilation_cache",
+__all__ = ["CPU_ONLY_ENV", "DEFAULT_DRIVER_GPU_SHARE", "GpuMemory", "data_dir", "data_file", "enable_compilation_cache",
            "expose_cpu_cores", "forks_quietly", "local_gpu_count", "out_of_memory_line", "pin_threads", "process_env",
            "raise_if_stop_requested", "share_driver_gpu", "shares_line", "stop_on_signals", "stops_deferred"]

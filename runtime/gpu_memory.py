@@ -50,12 +50,15 @@ def memory_fraction(num_gpus: float, driver_share: float) -> float:
     return round(min(num_gpus, 1.0) * (1.0 - driver_share) * HEADROOM, 4)
 
 
+# a Ray actor without a GPU share: importing pgx would otherwise start a GPU backend in it
+CPU_ONLY_ENV = {"JAX_PLATFORMS": "cpu"}
+
+
 def process_env(num_gpus: float, mode: str, driver_share: float) -> dict[str, str]:
-    """Environment variables for a Ray actor's JAX (its runtime_env): CPU only without a GPU share
-    (importing pgx would otherwise start a GPU backend in it); else its bounded share (share), no
-    preallocation (grow) or JAX's default (preallocate)."""
+    """Environment variables for a Ray actor's JAX (its runtime_env): CPU_ONLY_ENV without a GPU
+    share; else its bounded share (share), no preallocation (grow) or JAX's default (preallocate)."""
     if num_gpus <= 0:
-        return {"JAX_PLATFORMS": "cpu"}
+        return dict(CPU_ONLY_ENV)
     return gpu_memory_env(memory_fraction(num_gpus, driver_share), mode)
 
 

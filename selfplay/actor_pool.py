@@ -2,7 +2,7 @@
 starts its next call as soon as one ends, without waiting for the run's loop), their finished calls
 taken, their deaths and restarts.
 
-    pool = ActorPool(cfg, names, step)       # the actors, two `play` calls queued each
+    pool = ActorPool(cfg, names, step, env)  # the actors, two `play` calls queued each
     done, _ = ray.wait(pool.calls() + ...)   # the loop waits on them (and on the learner)
     report = pool.take(ref)                  # a PlayReport, the actor sent back to play; None: not ours, or died
     seen = pool.count_restarts(seen)         # Ray's restart count per actor, one stderr line per new restart
@@ -20,7 +20,7 @@ from typing import Optional
 import ray
 
 from actors import SelfPlayActor
-from runtime import out_of_memory_line, process_env
+from runtime import out_of_memory_line
 from selfplay import cluster
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
@@ -33,14 +33,14 @@ MEMORY_FIX = ("lower actors.games_per_actor or search.num_simulations, or give e
 class ActorPool:
     """The self-play actors of one session and their calls in flight."""
 
-    def __init__(self, cfg: SelfPlayConfig, names: dict[str, str], step: int):
+    def __init__(self, cfg: SelfPlayConfig, names: dict[str, str], step: int, env: dict[str, str]):
         """names: the Ray names of the replay buffer and the parameter store (`cluster.actor_names`),
-        which an actor Ray restarts looks up; step: the learner step (seeds the actors)."""
+        which an actor Ray restarts looks up; step: the learner step (seeds the actors); env: each
+        actor's environment (prepare.ProcessEnvs.actor)."""
         self.cfg = cfg
         actor_cls = ray.remote(SelfPlayActor)
-        env = {"env_vars": process_env(cfg.actors.num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)}
         self.actors = [actor_cls.options(num_cpus=cfg.actors.num_cpus, num_gpus=cfg.actors.num_gpus,
-                                         max_restarts=cfg.actors.max_restarts, runtime_env=env,
+                                         max_restarts=cfg.actors.max_restarts, runtime_env={"env_vars": env},
                                          scheduling_strategy="SPREAD").remote(
                            i, cfg.game, cfg.network, cfg.search, cfg.actors, names["replay"], names["store"],
                            cfg.seed * 1000 + step + i, None)

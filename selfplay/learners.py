@@ -1,6 +1,6 @@
 """The run's learner, in this process or in a Ray actor, behind one interface.
 
-    learner = make_learner(cfg, state, replay, store)   # LocalLearner or RemoteLearner (learner.placement)
+    learner = make_learner(cfg, state, replay, store, env)   # LocalLearner or RemoteLearner (learner.placement)
     n = learner.steps_per_call(steps_allowed)           # what one call should train
     learner.start(n)
     result = learner.poll(ready_refs)                    # TrainResult once the call has finished, else None
@@ -17,7 +17,6 @@ from typing import Collection, Optional, Protocol
 import ray
 
 from learner import Learner, LearnerLocation, TrainResult, TrainState
-from runtime import process_env
 from selfplay.config import SelfPlayConfig
 
 
@@ -109,11 +108,11 @@ class LocalLearner:
 class RemoteLearner:
     """Trains in a Ray actor (`learner.num_gpus` / `num_cpus`), up to `publish_every` steps per call."""
 
-    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
+    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store, env: dict[str, str]):
         self._max_steps = cfg.learner.publish_every
         self._actor = ray.remote(Learner).options(
             num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus,
-            runtime_env={"env_vars": process_env(cfg.learner.num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)},
+            runtime_env={"env_vars": env},
         ).remote(cfg.game, cfg.network, cfg.learner, state, replay, store)
         self._ref = None  # the train call in flight
 
@@ -148,7 +147,9 @@ class RemoteLearner:
         ray.kill(self._actor)
 
 
-def make_learner(cfg: SelfPlayConfig, state: TrainState, replay, store) -> LearnerHandle:
-    """The learner `cfg.learner.placement` asks for ("driver": this process, "actor": a Ray actor)."""
-    cls = RemoteLearner if cfg.learner.placement == "actor" else LocalLearner
-    return cls(cfg, state, replay, store)
+def make_learner(cfg: SelfPlayConfig, state: TrainState, replay, store, env: dict[str, str]) -> LearnerHandle:
+    """The learner `cfg.learner.placement` asks for ("driver": this process, "actor": a Ray actor, whose
+    environment is `env`, prepare.ProcessEnvs.learner)."""
+    if cfg.learner.placement == "actor":
+        return RemoteLearner(cfg, state, replay, store, env)
+    return LocalLearner(cfg, state, replay, store)

@@ -1,8 +1,7 @@
 """Before the loop: what a run checks, reads and writes before its Ray actors play.
 
-    check_local_gpus(cfg)                    # a local run asking for GPUs this machine lacks: one line
-    print(memory_shares_line(cfg))           # what each process may take of its GPU's memory
-    lines = read_inputs(cfg, game)           # actors.opening_book as pgx actions, the ladder checked (before any file is written)
+    envs = check_gpus(cfg, local)            # GPUs a local run asks for and lacks: one line; each process's memory share
+    inputs = read_inputs(cfg, game)          # opening book, ladder, anchor boards: read and checked before any file is written
     run_dir = prepare_run_dir(cfg, resume)   # runs/<name>/, config.yaml; on --resume the same game and network
     state = initial_state(cfg, game)         # the network with random weights, or init.network's (warm start)
     stats = reload_replay(replay, run_dir)   # the replay actor reads its chunk files
@@ -13,7 +12,9 @@ from __future__ import annotations
 
 import errno
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import jax
 import ray
@@ -21,10 +22,11 @@ import yaml
 
 from arena import ladder_opponents
 from configs import ConfigError, to_dict, upgrade
+from distill import read_anchor_set
 from learner import TrainState, init_train_state
 from models import make_network, network_dir
 from replay import AnchorSet, RecordError, SchemaError
-from runtime import local_gpu_count, shares_line
+from runtime import CPU_ONLY_ENV, local_gpu_count, process_env, shares_line
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.messages import ReplayStats
@@ -102,16 +104,36 @@ def start_error_line(e: BaseException) -> str | None:
     return None
 
 
-def check_local_gpus(cfg: SelfPlayConfig) -> None:
-    """A local run whose actors ask for more GPUs than this machine has would wait forever: one line."""
-    wanted = {"actors.num_gpus": cfg.actors.num_gpus * cfg.actors.num_actors,
-              "learner.num_gpus": cfg.learner.num_gpus if cfg.learner.placement == "actor" else 0.0,
-              "evaluation.num_gpus": cfg.evaluation.num_gpus if cfg.evaluation.enabled else 0.0}
+@dataclass(frozen=True)
+class ProcessEnvs:
+    """The environment (Ray's runtime_env["env_vars"]) of each kind of the run's Ray processes: its
+    JAX's share of its GPU's memory (runtime.process_env), CPU only without a GPU share. Made with the
+    shares line that reports them (memory_shares_line), so the two cannot disagree."""
+    actor: dict[str, str]  # each self-play actor (actors.num_gpus)
+    learner: dict[str, str]  # the learner actor (learner.num_gpus; placement "actor")
+    evaluator: dict[str, str]  # the evaluator (evaluation.num_gpus)
+    helper: dict[str, str]  # the parameter store and the replay buffer: no network, CPU only
+
+
+def check_gpus(cfg: SelfPlayConfig, local: bool) -> ProcessEnvs:
+    """A local run whose actors ask for more GPUs than this machine has would wait forever: one line.
+    On a machine with a GPU, prints what each process started from here may take of its memory.
+    Returns each process's environment."""
     have = local_gpu_count()
-    if sum(wanted.values()) > have + 1e-9:
-        asked = ", ".join(f"{k}={v:g}" for k, v in wanted.items() if v)
-        raise RunError(f"the run asks for {sum(wanted.values()):g} GPU(s) ({asked}) and this machine has {have:g}: "
-                       "run it on a GPU machine, or set actors.num_gpus=0 (and those others to 0) to play on the CPU")
+    if local:
+        wanted = {"actors.num_gpus": cfg.actors.num_gpus * cfg.actors.num_actors,
+                  "learner.num_gpus": cfg.learner.num_gpus if cfg.learner.placement == "actor" else 0.0,
+                  "evaluation.num_gpus": cfg.evaluation.num_gpus if cfg.evaluation.enabled else 0.0}
+        if sum(wanted.values()) > have + 1e-9:
+            asked = ", ".join(f"{k}={v:g}" for k, v in wanted.items() if v)
+            raise RunError(f"the run asks for {sum(wanted.values()):g} GPU(s) ({asked}) and this machine has {have:g}: "
+                           "run it on a GPU machine, or set actors.num_gpus=0 (and those others to 0) to play on the CPU")
+    if have:
+        print(memory_shares_line(cfg), file=sys.stderr, flush=True)
+    mode, share = cfg.gpu_memory, cfg.driver_gpu_share
+    return ProcessEnvs(actor=process_env(cfg.actors.num_gpus, mode, share),
+                       learner=process_env(cfg.learner.num_gpus, mode, share),
+                       evaluator=process_env(cfg.evaluation.num_gpus, mode, share), helper=dict(CPU_ONLY_ENV))
 
 
 def memory_shares_line(cfg: SelfPlayConfig) -> str:
@@ -124,17 +146,33 @@ def memory_shares_line(cfg: SelfPlayConfig) -> str:
         ("the evaluator", cfg.evaluation.num_gpus if cfg.evaluation.enabled else 0.0)])
 
 
-def read_inputs(cfg: SelfPlayConfig, game) -> tuple:
+@dataclass(frozen=True)
+class Inputs:
+    """What a run reads from outside its directory, read before the directory exists."""
+    opening_lines: tuple  # actors.opening_book's lines as pgx action arrays; () without a book
+    anchors: Optional[AnchorSet]  # replay.anchor_records' boards; None when replay.anchor_fraction is 0
+
+
+def read_inputs(cfg: SelfPlayConfig, game) -> Inputs:
     """What the run reads and checks before its directory exists, so that a bad one leaves nothing
-    behind: the opening book's lines (returned) and the evaluator's ladder (`evaluation.engines`, else
-    `game`'s)."""
+    behind: the opening book, the evaluator's ladder (`evaluation.engines`, else `game`'s) and the
+    anchor boards (`replay.anchor_records`: its first `anchor_boards` training boards, distill's
+    held-out games left out)."""
     lines = opening_lines(cfg)
     if cfg.evaluation.enabled:
         try:
             ladder_opponents(cfg.game, game.spec.ladder, cfg.evaluation.engines)
         except ValueError as e:
             raise RunError(f"evaluation.engines: {e}") from None
-    return lines
+    anchors, r = None, cfg.replay
+    if r.anchor_fraction:
+        try:
+            anchors = read_anchor_set(r.anchor_records, r.anchor_boards, game.spec.max_legal_actions)
+        except (FileNotFoundError, ValueError) as e:
+            raise RunError(f"replay.anchor_records {r.anchor_records}: {e}") from None
+        print(f"anchor boards: {len(anchors):,} from {r.anchor_records}, {r.anchor_fraction:.0%} of every batch",
+              flush=True)
+    return Inputs(lines, anchors)
 
 
 def opening_lines(cfg: SelfPlayConfig) -> tuple:
@@ -179,19 +217,3 @@ def reload_replay(replay, run_dir: Path) -> ReplayStats:
               f"{run_dir / 'replay' / 'quarantine'}/, the intact games kept (--set replay.strict=true stops instead)",
               file=sys.stderr)
     return stats
-
-
-def anchor_set(cfg: SelfPlayConfig, game) -> AnchorSet:
-    """replay.anchor_records' first replay.anchor_boards training boards (distill's records: the best
-    move one-hot, the oracle's value), as the replay buffer mixes them in; a bad directory is one line."""
-    from distill import DataConfig, RecordStore, load_boards
-    r = cfg.replay
-    try:
-        store = RecordStore(r.anchor_records)
-        rows = store.split("train", DataConfig().test_fraction)[:r.anchor_boards]  # distill's held-out games stay out
-        boards = load_boards(store, rows, game.spec.max_legal_actions, temperature=0.0)
-    except (FileNotFoundError, ValueError) as e:
-        raise RunError(f"replay.anchor_records {r.anchor_records}: {e}") from None
-    print(f"anchor boards: {len(boards):,} from {r.anchor_records}, {r.anchor_fraction:.0%} of every batch",
-          flush=True)
-    return AnchorSet.of(boards.observation, boards.legal_actions, boards.policy, boards.z)

@@ -43,7 +43,7 @@ from configs import to_dict
 from learner import Checkpointer, TrainState, ValueHealthMonitor
 from models import network_dir
 from replay import ReplayBuffer
-from runtime import local_gpu_count, out_of_memory_line, process_env, raise_if_stop_requested
+from runtime import out_of_memory_line, raise_if_stop_requested
 from selfplay import cluster, prepare
 from selfplay.actor_pool import ActorPool
 from selfplay.config import SelfPlayConfig
@@ -63,10 +63,9 @@ _LEARNER_MEMORY_FIX = "lower learner.batch_size, or raise driver_gpu_share (or l
 def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = None,
         show_progress: bool | None = None) -> RunSummary:
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
-    if not ray_address:
-        prepare.check_local_gpus(cfg)
+    envs = prepare.check_gpus(cfg, local=not ray_address)
     game = games.make(cfg.game)
-    opening_lines = prepare.read_inputs(cfg, game)  # before the run directory: a bad book or ladder leaves nothing behind
+    inputs = prepare.read_inputs(cfg, game)  # before the run directory: a bad book, ladder or anchor leaves nothing behind
     run_dir = prepare.prepare_run_dir(cfg, resume)
     state = prepare.initial_state(cfg, game, warm_start=not resume)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
@@ -78,7 +77,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     progress = Progress(run_dir / "tb", cfg, show_progress)
     try:
         session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
-                           float(meta.get("seconds_total", 0.0)), checkpointer, progress, opening_lines,
+                           float(meta.get("seconds_total", 0.0)), checkpointer, progress, envs, inputs,
                            ValueHealthMonitor.from_meta(meta))
         if cfg.pin_cpus and not ray_address:
             cluster.pin_cpus(session.pool.actors, pin_driver=cfg.learner.placement == "driver")
@@ -100,43 +99,42 @@ class _Session:
     """One session of a run: starts the Ray actors, loops collect / train / report, shuts down."""
 
     def __init__(self, cfg: SelfPlayConfig, run_dir: Path, game, state: TrainState, samples_trained: int,
-                 seconds_total: float, checkpointer: Checkpointer, progress: Progress,
-                 opening_lines: tuple = (), value_health: Optional[ValueHealthMonitor] = None):
+                 seconds_total: float, checkpointer: Checkpointer, progress: Progress, envs: prepare.ProcessEnvs,
+                 inputs: prepare.Inputs = prepare.Inputs((), None),
+                 value_health: Optional[ValueHealthMonitor] = None):
         self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
         # named: the actors Ray may restart find the store and the replay by name (`cluster.actor_names`)
         names = cluster.actor_names(cfg)
-        stats = self._start_store_and_replay(names, game, state, opening_lines)
+        stats = self._start_store_and_replay(names, game, state, inputs, envs.helper)
         self.games_quarantined = stats.games_quarantined
         self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), samples_trained, seconds_total,
                                        stats, cfg.sample_game_every)
-        self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store)
-        self.pool = ActorPool(cfg, names, int(state.step))  # the self-play actors, two calls queued each
+        self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store, envs.learner)
+        self.pool = ActorPool(cfg, names, int(state.step), envs.actor)  # the self-play actors, two calls queued each
         self.gpus = GpuMonitor()
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
         self.value_health = value_health or ValueHealthMonitor()  # the run's first value figures, its warning
         self.final_variables = None  # the network saved at the stop
-        self.evaluator = (EvaluatorHandle(cfg, run_dir, names["store"], cluster.on_this_node())
+        self.evaluator = (EvaluatorHandle(cfg, run_dir, names["store"], cluster.on_this_node(), envs.evaluator)
                           if cfg.evaluation.enabled else None)
         if self.evaluator and self.evaluator.latest:
             progress.evaluated(self.evaluator.latest)
 
     def _start_store_and_replay(self, names: dict[str, str], game, state: TrainState,
-                                opening_lines: tuple) -> ReplayStats:
+                                inputs: prepare.Inputs, helper_env: dict[str, str]) -> ReplayStats:
         """The parameter store (with the first network published) and the replay buffer, on this node;
         the replay's games reloaded from the run directory."""
         cfg, run_dir = self.cfg, self.run_dir
-        if local_gpu_count():  # what each process started from here may take of its GPU
-            print(prepare.memory_shares_line(cfg), file=sys.stderr, flush=True)
-        cpu_only = {"env_vars": process_env(0.0, cfg.gpu_memory, cfg.driver_gpu_share)}  # they import pgx, which would start a GPU backend
+        cpu_only = {"env_vars": helper_env}
         self.store = ray.remote(ParameterStore).options(num_cpus=0, runtime_env=cpu_only, name=names["store"],
-                                                        **cluster.on_this_node()).remote(opening_lines)
+                                                        **cluster.on_this_node()).remote(inputs.opening_lines)
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))
         self.replay = ray.remote(ReplayBuffer).options(num_cpus=0, runtime_env=cpu_only, name=names["replay"],
                                                        **cluster.on_this_node()).remote(
             str(run_dir / "replay"), cfg.replay, game.spec.num_actions, game.spec.max_legal_actions, reload=False)
         stats = prepare.reload_replay(self.replay, run_dir)
-        if cfg.replay.anchor_fraction:
-            ray.get(self.replay.set_anchor.remote(prepare.anchor_set(cfg, game)))
+        if inputs.anchors is not None:
+            ray.get(self.replay.set_anchor.remote(inputs.anchors))
         return stats
 
     def run(self) -> RunSummary:

@@ -215,19 +215,23 @@ def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F8
             state = step(state, jnp.asarray([action]))
 
 
-def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monkeypatch, tmp_path):
+def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monkeypatch, tmp_path, capsys):
     from selfplay.errors import RunError
-    from selfplay.prepare import check_local_gpus
+    from selfplay.prepare import check_gpus
     from selfplay.run import run
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", [f"runs_dir={tmp_path}"])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(RunError, match=r"asks for 1 GPU\(s\) \(actors.num_gpus=0.9, evaluation.num_gpus=0.1\) and this machine has 0"):
         run(cfg)
     assert not any(tmp_path.iterdir())  # nothing written: the user can fix the command and start again
+    capsys.readouterr()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    check_local_gpus(cfg)  # two actors at 0.45 and the evaluator at 0.1 fit one GPU
+    check_gpus(cfg, local=True)  # two actors at 0.45 and the evaluator at 0.1 fit one GPU
+    assert "each self-play actor" in capsys.readouterr().err  # with a GPU: each process's share of its memory
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    check_local_gpus(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.num_gpus=0", "evaluation.num_gpus=0"]))
+    check_gpus(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.num_gpus=0", "evaluation.num_gpus=0"]), local=True)
+    check_gpus(cfg, local=False)  # with --ray-address the cluster has the GPUs, not this machine: no refusal
+    assert capsys.readouterr().err == ""
 
 
 def test_a_collapsed_value_head_is_reported_once(capsys):

@@ -1,6 +1,8 @@
 """Warm start: annotated boards -> the self-play ResNet -> a network directory a run starts from."""
 from __future__ import annotations
 
+import dataclasses
+
 import chess
 import jax
 import numpy as np
@@ -184,13 +186,13 @@ def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
     value), packed exactly as the replay buffer mixes them in; a bad directory or a history-reading
     network is one line."""
     from games import packing
-    from selfplay.prepare import anchor_set
+    from selfplay.prepare import read_inputs
     _records(tmp_path / "rec", copies=3)
     (tmp_path / "tiny.yaml").write_text(TINY)
     cfg = load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'rec'}",
                                                             "replay.anchor_fraction=0.25", "network.history=false"])
     game = games.make("chess")
-    anchor = anchor_set(cfg, game)
+    anchor = read_inputs(cfg, game).anchors
     store = RecordStore(tmp_path / "rec")
     train = store.split("train", 0.05)
     assert len(anchor) == len(train) and 0 < len(train) <= 12
@@ -202,7 +204,11 @@ def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
     bad = load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'none'}",
                                                             "replay.anchor_fraction=0.25", "network.history=false"])
     with pytest.raises(RunError, match="replay.anchor_records .*none"):
-        anchor_set(bad, game)
+        read_inputs(bad, game)
+    from selfplay.run import run
+    with pytest.raises(RunError, match="replay.anchor_records .*none"):  # read before the run directory exists
+        run(dataclasses.replace(bad, runs_dir=str(tmp_path / "runs")))
+    assert not (tmp_path / "runs").exists()
     with pytest.raises(ValueError, match="network.history=false"):
         load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'rec'}",
                                                           "replay.anchor_fraction=0.25"])

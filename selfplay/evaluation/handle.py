@@ -2,7 +2,7 @@
 share of a GPU, a restart or three), an evaluation requested when one is due, one in flight at a
 time, its report taken when it finishes; at the stop the final network's.
 
-    evaluator = EvaluatorHandle(cfg, run_dir, store_name, placement)
+    evaluator = EvaluatorHandle(cfg, run_dir, store_name, placement, env)
     if evaluator.due(step): evaluator.request(EvalRequest(...))
     report = evaluator.poll()                     # an EvalReport when the one in flight finished
     reports = evaluator.finish(final_request)     # at the stop
@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from runtime import process_env
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.evaluation.evaluator import Evaluator
@@ -25,13 +24,14 @@ from selfplay.messages import EvalReport, EvalRequest
 class EvaluatorHandle:
     """The run's side of the evaluator actor: when an evaluation is due, one request in flight."""
 
-    def __init__(self, cfg: SelfPlayConfig, run_dir: Path, store, placement: dict):
+    def __init__(self, cfg: SelfPlayConfig, run_dir: Path, store, placement: dict, env: dict[str, str]):
+        """env: the evaluator's environment (prepare.ProcessEnvs.evaluator)."""
         import ray
         self.cfg = cfg.evaluation
         # evaluation.engines: checked before the run started (selfplay/prepare.py read_inputs)
         self.actor = ray.remote(Evaluator).options(
             num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, max_restarts=3,
-            runtime_env={"env_vars": process_env(self.cfg.num_gpus, cfg.gpu_memory, cfg.driver_gpu_share)},
+            runtime_env={"env_vars": env},
             **placement).remote(str(run_dir), cfg, store)
         try:
             done = ray.get(self.actor.evaluated_steps.remote(), timeout=300)
