@@ -6,6 +6,7 @@ another only through its face: the names its `__init__` lists in `__all__`."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from by_path import load_module
@@ -299,3 +300,41 @@ def test_the_config_trail_on_a_small_repo(tmp_path):
                                        "a/tools.py:finish <- a/run.py:run"]
     assert summary["loop_steps"] == ["a/tools.py:deep: a -> b -> a"]
     assert summary["unresolved"] == ["a/run.py:14 f"] and summary["outside"] == {"print": 1}
+
+
+RESIDUE = re.compile(r"[Ii]ssue [0-9]+|today's code")
+TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".sh", ".txt", ".cfg", ""}
+
+
+def _residue_lines(root: Path) -> list[str]:
+    """'path:line' of each issue number or "today's code" in the project's text files, outside the dated
+    experiment records (which name the issue they measured for), the files git ignores and this test
+    file, which spells the pattern out."""
+    skip = {".git", ".venv", ".gpu_wheels", "runs", "node_modules", "__pycache__", ".pytest_cache", ".ruff_cache"}
+    found = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if (any(part in skip or part.startswith(".") and part not in (".ci",) for part in rel.parts[:-1])
+                or not path.is_file() or path.suffix not in TEXT_SUFFIXES or rel.parts[:2] == ("docs", "experiments")):
+            continue
+        if path == Path(__file__).resolve():
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [f"{rel}:{i}" for i, line in enumerate(text.splitlines(), 1) if RESIDUE.search(line)]
+    return found
+
+
+def test_no_lab_residue_outside_the_experiment_records():
+    # code and user docs speak of the project as it is: no issue numbers, no "today's code" (name a commit)
+    assert _residue_lines(ROOT) == []
+
+
+def test_the_residue_check_finds_an_issue_number(tmp_path):
+    (tmp_path / "docs" / "experiments").mkdir(parents=True)
+    (tmp_path / "docs" / "experiments" / "2026-01-01-x.md").write_text("for issue 3\n")  # a record may
+    (tmp_path / "bench.py").write_text("x = 1\n# as issue 12 asked\n")
+    (tmp_path / "guide.md").write_text("measured on today's code\n")
+    assert _residue_lines(tmp_path) == ["bench.py:2", "guide.md:1"]
