@@ -189,3 +189,35 @@ def test_the_probe_panel_draws_its_references_from_the_first_evaluation():
     assert len(flat(agree)) == 1 and np.allclose(flat(agree)[0], 5.9) and len(flat(agree)[0]) == 2
     assert np.allclose(flat(value)[0], 15.8) and len(flat(value)[0]) == 2  # a line across, not one point
     plt.close(fig)
+
+
+def test_the_rule_movers_take_what_hangs_and_keep_what_is_defended():
+    """bench/probe_rules.py's reference movers by hand: with a defended queen and a free knight in
+    reach, `captures` takes the queen (the most valuable victim) and `material` the knight (after
+    Qxd5 exd5 white is 4 down, after Qxa4+ 1 down: python-chess's material counts both); a mate in
+    one comes first for `material`; on a one-position probe its move's action scores agreement 1."""
+    import random
+
+    from by_path import load_module
+    rules = load_module(Path(__file__).resolve().parents[1] / "bench" / "probe_rules.py", "bench_probe_rules")
+    board = chess.Board("4k3/8/4p3/3q4/n7/8/8/3QK3 w - - 0 1")
+    assert rules.captures(board, random.Random(0)).uci() == "d1d5"
+    assert rules.material(board, random.Random(0)).uci() == "d1a4"
+    for uci, down in (("d1d5", -4), ("d1a4", -1)):
+        after = board.copy()
+        after.push_uci(uci)
+        worst = min(rules._material(b, chess.WHITE) for b in (_pushed(after, r) for r in after.legal_moves))
+        assert worst == down
+    mate = chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
+    assert rules.material(mate, random.Random(0)).uci() == "a1a8"
+    position = ProbePosition("mate@0", mate.fen(), tuple(m.uci() for m in mate.legal_moves),
+                             tuple(1.0 if m.uci() == "a1a8" else 0.5 for m in mate.legal_moves), mate.fen(), ())
+    probe = ProbeSet([position])
+    assert probe.score(rules.rule_actions(probe, rules.material)).agreement == 1.0
+    assert probe.score(rules.rule_actions(probe, rules.captures)).agreement == 0.0  # no capture: a random move, not Ra8
+
+
+def _pushed(board: chess.Board, move: chess.Move) -> chess.Board:
+    b = board.copy()
+    b.push(move)
+    return b

@@ -1,0 +1,110 @@
+"""Rule movers on the probe set (arena/batched/probe.py): what its figures mean in chess, as JSON.
+
+    .venv/bin/python bench/probe_rules.py                 # the 500 positions
+    .venv/bin/python bench/probe_rules.py --limit 100
+
+A network's agreement with Stockfish's best move reads against movers whose knowledge is known:
+  random     a uniform legal move (exact, the probe's own figure)
+  captures   the capture of the most valuable piece by the least valuable attacker, else a random move
+  material   two plies of material (1/3/3/5/9): the move whose worst reply leaves the most material,
+             a mate first; ties broken at random
+So "above a random mover by 5 points" asks less of a network than taking what hangs. One JSON object:
+each mover's agreement and regret with 95% intervals, the seconds and the load average.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import chess
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+PIECE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+MATE = 1000
+Mover = Callable[[chess.Board, random.Random], chess.Move]
+
+
+def _pick(scores: dict[chess.Move, float], rng: random.Random) -> chess.Move:
+    top = max(scores.values())
+    return rng.choice(sorted((m for m, s in scores.items() if s == top), key=chess.Move.uci))
+
+
+def captures(board: chess.Board, rng: random.Random) -> chess.Move:
+    """The most valuable victim, then the least valuable attacker (en passant takes a pawn); else random."""
+    caps = [m for m in board.legal_moves if board.is_capture(m)]
+    if not caps:
+        return rng.choice(sorted(board.legal_moves, key=chess.Move.uci))
+    def score(m: chess.Move) -> float:
+        victim = board.piece_at(m.to_square)
+        return (PIECE[victim.piece_type] if victim else 1) - 0.1 * PIECE[board.piece_type_at(m.from_square)]
+    return _pick({m: score(m) for m in caps}, rng)
+
+
+def _material(board: chess.Board, side: chess.Color) -> int:
+    return sum(PIECE[p.piece_type] * (1 if p.color == side else -1) for p in board.piece_map().values())
+
+
+def material(board: chess.Board, rng: random.Random) -> chess.Move:
+    """Two plies of material minimax for the side to move: mate scores first, stalemate 0."""
+    side, scores = board.turn, {}
+    for move in board.legal_moves:
+        board.push(move)
+        if board.is_checkmate():
+            scores[move] = MATE
+        elif not any(board.legal_moves):
+            scores[move] = 0
+        else:
+            worst = MATE
+            for reply in board.legal_moves:
+                board.push(reply)
+                worst = min(worst, -MATE if board.is_checkmate() else _material(board, side))
+                board.pop()
+            scores[move] = worst
+        board.pop()
+    return _pick(scores, rng)
+
+
+MOVERS: dict[str, Mover] = {"captures": captures, "material": material}
+
+
+def rule_actions(probe, mover: Mover, seed: int = 0) -> np.ndarray:
+    """The mover's move in each probe position, as the probe's pgx action ids [N]."""
+    rng = random.Random(seed)
+    return np.array([probe.actions[i, p.moves.index(mover(chess.Board(p.fen), rng).uci())]
+                     for i, p in enumerate(probe.positions)], np.int32)
+
+
+def _figures(score) -> dict:
+    return {"agreement": score.agreement, "agreement_lower": score.agreement_lower,
+            "agreement_upper": score.agreement_upper, "regret": score.regret,
+            "regret_lower": score.regret_lower, "regret_upper": score.regret_upper}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
+    parser.add_argument("--seed", type=int, default=0, help="the random tie breaks'")
+    args = parser.parse_args(argv)
+    from arena import probe as probe_lib
+    start = time.perf_counter()
+    probe = probe_lib.ProbeSet.load(limit=args.limit)
+    movers = {"random": _figures(probe.random_score())}
+    for name, mover in MOVERS.items():
+        score = probe.score(rule_actions(probe, mover, args.seed))
+        movers[name] = _figures(score)
+        print(f"{name}: {100 * score.agreement:.1f}% agree, regret {score.regret:.1f}", file=sys.stderr, flush=True)
+    print(json.dumps({"bench": "probe_rules", "positions": len(probe), "movers": movers,
+                      "seconds": time.perf_counter() - start, "load_average": os.getloadavg()[0]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
