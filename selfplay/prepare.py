@@ -22,7 +22,6 @@ import yaml
 
 from arena import ladder_opponents
 from configs import ConfigError, to_dict, upgrade
-from distill import read_anchor_set
 from learner import TrainState, init_train_state
 from models import make_network, network_dir
 from replay import AnchorSet, RecordError, SchemaError
@@ -166,6 +165,7 @@ def read_inputs(cfg: SelfPlayConfig, game) -> Inputs:
             raise RunError(f"evaluation.engines: {e}") from None
     anchors, r = None, cfg.replay
     if r.anchor_fraction:
+        from distill import read_anchor_set  # on use: it loads the chess tables, which other games never need
         try:
             anchors = read_anchor_set(r.anchor_records, r.anchor_boards, game.spec.max_legal_actions)
         except (FileNotFoundError, ValueError) as e:
