@@ -14,6 +14,7 @@ each mover's agreement and regret with 95% intervals, the seconds and the load a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -27,7 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-PIECE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+from games.material import PIECE_VALUES as PIECE  # noqa: E402  by piece type: python-chess's and pgx's codes agree
+
 MATE = 1000
 Mover = Callable[[chess.Board, random.Random], chess.Move]
 
@@ -82,12 +84,6 @@ def rule_actions(probe, mover: Mover, seed: int = 0) -> np.ndarray:
                      for i, p in enumerate(probe.positions)], np.int32)
 
 
-def _figures(score) -> dict:
-    return {"agreement": score.agreement, "agreement_lower": score.agreement_lower,
-            "agreement_upper": score.agreement_upper, "regret": score.regret,
-            "regret_lower": score.regret_lower, "regret_upper": score.regret_upper}
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
@@ -96,10 +92,10 @@ def main(argv=None) -> int:
     from arena import probe as probe_lib
     start = time.perf_counter()
     probe = probe_lib.ProbeSet.load(limit=args.limit)
-    movers = {"random": _figures(probe.random_score())}
+    movers = {"random": dataclasses.asdict(probe.random_score())}
     for name, mover in MOVERS.items():
         score = probe.score(rule_actions(probe, mover, args.seed))
-        movers[name] = _figures(score)
+        movers[name] = dataclasses.asdict(score)
         print(f"{name}: {100 * score.agreement:.1f}% agree, regret {score.regret:.1f}", file=sys.stderr, flush=True)
     print(json.dumps({"bench": "probe_rules", "positions": len(probe), "movers": movers,
                       "seconds": time.perf_counter() - start, "load_average": os.getloadavg()[0]}))

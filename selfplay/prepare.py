@@ -25,7 +25,7 @@ from configs import ConfigError, to_dict, upgrade
 from learner import TrainState, init_train_state
 from models import make_network, network_dir
 from replay import AnchorSet, RecordError, SchemaError
-from runtime import CPU_ONLY_ENV, local_gpu_count, process_env, shares_line
+from runtime import local_gpu_count, process_env, shares_line
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.messages import ReplayStats
@@ -111,7 +111,6 @@ class ProcessEnvs:
     actor: dict[str, str]  # each self-play actor (actors.num_gpus)
     learner: dict[str, str]  # the learner actor (learner.num_gpus; placement "actor")
     evaluator: dict[str, str]  # the evaluator (evaluation.num_gpus)
-    helper: dict[str, str]  # the parameter store and the replay buffer: no network, CPU only
 
 
 def check_gpus(cfg: SelfPlayConfig, local: bool) -> ProcessEnvs:
@@ -132,7 +131,7 @@ def check_gpus(cfg: SelfPlayConfig, local: bool) -> ProcessEnvs:
     mode, share = cfg.gpu_memory, cfg.driver_gpu_share
     return ProcessEnvs(actor=process_env(cfg.actors.num_gpus, mode, share),
                        learner=process_env(cfg.learner.num_gpus, mode, share),
-                       evaluator=process_env(cfg.evaluation.num_gpus, mode, share), helper=dict(CPU_ONLY_ENV))
+                       evaluator=process_env(cfg.evaluation.num_gpus, mode, share))
 
 
 def memory_shares_line(cfg: SelfPlayConfig) -> str:

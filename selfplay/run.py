@@ -43,7 +43,7 @@ from configs import to_dict
 from learner import Checkpointer, TrainState, ValueHealthMonitor
 from models import network_dir
 from replay import ReplayBuffer
-from runtime import out_of_memory_line, raise_if_stop_requested
+from runtime import CPU_ONLY_ENV, out_of_memory_line, raise_if_stop_requested
 from selfplay import cluster, prepare
 from selfplay.actor_pool import ActorPool
 from selfplay.config import SelfPlayConfig
@@ -105,7 +105,7 @@ class _Session:
         self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
         # named: the actors Ray may restart find the store and the replay by name (`cluster.actor_names`)
         names = cluster.actor_names(cfg)
-        stats = self._start_store_and_replay(names, game, state, inputs, envs.helper)
+        stats = self._start_store_and_replay(names, game, state, inputs)
         self.games_quarantined = stats.games_quarantined
         self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), samples_trained, seconds_total,
                                        stats, cfg.sample_game_every)
@@ -121,11 +121,11 @@ class _Session:
             progress.evaluated(self.evaluator.latest)
 
     def _start_store_and_replay(self, names: dict[str, str], game, state: TrainState,
-                                inputs: prepare.Inputs, helper_env: dict[str, str]) -> ReplayStats:
+                                inputs: prepare.Inputs) -> ReplayStats:
         """The parameter store (with the first network published) and the replay buffer, on this node;
         the replay's games reloaded from the run directory."""
         cfg, run_dir = self.cfg, self.run_dir
-        cpu_only = {"env_vars": helper_env}
+        cpu_only = {"env_vars": dict(CPU_ONLY_ENV)}  # the store and the replay hold no network
         self.store = ray.remote(ParameterStore).options(num_cpus=0, runtime_env=cpu_only, name=names["store"],
                                                         **cluster.on_this_node()).remote(inputs.opening_lines)
         ray.get(self.store.publish.remote(int(state.step), _variables(state)))
