@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import pgx
 
-from games import pgx_internals
+from games import pgx_internals, symmetry
 from games.ladders import Ladder, ladder
 
 State = Any  # a batched pgx.State
@@ -58,6 +58,12 @@ class Game:
     observation_shape = property(lambda self: self.spec.observation_shape)
     max_legal_actions = property(lambda self: self.spec.max_legal_actions)
     max_plies = property(lambda self: self.spec.max_plies)
+
+    @functools.cached_property
+    def symmetries(self) -> tuple:
+        """Its board symmetries for augmentation and symmetric evaluation, identity first
+        (games/symmetry.py: `Transform`s; chess and shogi: the identity alone)."""
+        return symmetry.of(self.name)
 
     @functools.cached_property
     def observation_dtype(self) -> jnp.dtype:

@@ -28,7 +28,6 @@ import ray
 
 import games
 import models
-from games import symmetry
 from learner.config import LearnerConfig
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
 from learner.parallel import data_parallel, describe
@@ -51,7 +50,7 @@ class Learner:
         self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
         game = games.make(game_name)
         net = models.make_network(network_cfg, game.spec)
-        self._train_step = make_train_step(net, cfg, symmetry.of(game_name), obs_spec=jax.ShapeDtypeStruct(
+        self._train_step = make_train_step(net, cfg, game.symmetries, obs_spec=jax.ShapeDtypeStruct(
             game.spec.observation_shape, game.observation_dtype))
         self._state = jax.device_put(state, self._replicated)
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from games import immediate_wins, symmetry
+from games import immediate_wins
 from search import noise, selection, slots, symmetric, tree_search
 from search.config import SearchConfig
 
@@ -153,7 +153,7 @@ def make_search_tree(game, evaluate: Evaluate, config: SearchConfig):
     For analysis and tests; `make_search` is what players use.
     """
     if config.symmetric_eval:
-        transforms = symmetry.of(game.name)
+        transforms = game.symmetries
         if len(transforms) < 2:
             raise ValueError(f"search.symmetric_eval: {game.name} has no board symmetries (games/symmetry.py); "
                              "set search.symmetric_eval=false")

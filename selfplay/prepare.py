@@ -1,10 +1,9 @@
 """Before the loop: what a run checks, reads and writes before its Ray actors play.
 
-    envs = check_gpus(cfg, local)            # GPUs a local run asks for and lacks: one line; each process's memory share
-    inputs = read_inputs(cfg, game)          # opening book, ladder, anchor boards: read and checked before any file is written
-    run_dir = prepare_run_dir(cfg, resume)   # runs/<name>/, config.yaml; on --resume the same game and network
-    state = initial_state(cfg, game)         # the network with random weights, or init.network's (warm start)
-    stats = reload_replay(replay, run_dir)   # the replay actor reads its chunk files
+    envs = check_gpus(cfg, local)                  # GPUs a local run asks for and lacks: one line; each process's memory share
+    inputs = read_inputs(cfg, game, resume)        # opening book, ladder, anchor boards, init.network: read and checked before any file is written
+    start = open_run(cfg, game, inputs, resume)    # runs/<name>/ with config.yaml, the learner's first state, the open checkpointer
+    stats = reload_replay(replay, start.run_dir)   # the replay actor reads its chunk files
 
 Errors a user can cause or meet here are one RunError line with the fix (`start_error_line`).
 """
@@ -22,7 +21,7 @@ import yaml
 
 from arena import ladder_opponents
 from configs import ConfigError, to_dict, upgrade
-from learner import TrainState, init_train_state
+from learner import Checkpointer, TrainState, init_train_state
 from models import make_network, network_dir
 from replay import AnchorSet, RecordError, SchemaError
 from runtime import local_gpu_count, process_env, shares_line
@@ -149,13 +148,15 @@ class Inputs:
     """What a run reads from outside its directory, read before the directory exists."""
     opening_lines: tuple  # actors.opening_book's lines as pgx action arrays; () without a book
     anchors: Optional[AnchorSet]  # replay.anchor_records' boards; None when replay.anchor_fraction is 0
+    init_variables: Optional[dict] = None  # init.network's weights; None: random weights from `seed`, or a resume
 
 
-def read_inputs(cfg: SelfPlayConfig, game) -> Inputs:
+def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
     """What the run reads and checks before its directory exists, so that a bad one leaves nothing
-    behind: the opening book, the evaluator's ladder (`evaluation.engines`, else `game`'s) and the
+    behind: the opening book, the evaluator's ladder (`evaluation.engines`, else `game`'s), the
     anchor boards (`replay.anchor_records`: its first `anchor_boards` training boards, distill's
-    held-out games left out)."""
+    held-out games left out) and `init.network`'s weights (a warm start; not on --resume, whose
+    checkpoint replaces them; one that cannot start this network is one line)."""
     lines = opening_lines(cfg)
     if cfg.evaluation.enabled:
         try:
@@ -171,7 +172,13 @@ def read_inputs(cfg: SelfPlayConfig, game) -> Inputs:
             raise RunError(f"replay.anchor_records {r.anchor_records}: {e}") from None
         print(f"anchor boards: {len(anchors):,} from {r.anchor_records}, {r.anchor_fraction:.0%} of every batch",
               flush=True)
-    return Inputs(lines, anchors)
+    variables = None
+    if cfg.init.network and not resume:
+        try:
+            variables = network_dir.variables_for(cfg.init.network, cfg.game, cfg.network)
+        except (FileNotFoundError, ValueError) as e:
+            raise RunError(f"init.network {cfg.init.network}: {e}") from None
+    return Inputs(lines, anchors, variables)
 
 
 def opening_lines(cfg: SelfPlayConfig) -> tuple:
@@ -185,20 +192,34 @@ def opening_lines(cfg: SelfPlayConfig) -> tuple:
         raise RunError(str(e)) from None
 
 
-def initial_state(cfg: SelfPlayConfig, game, warm_start: bool = True) -> TrainState:
-    """The learner state of a fresh run: its network (`network`) with random weights from `seed`, or
-    `init.network`'s weights (warm start) with a fresh optimiser at step 0. These are the first
-    parameters published. `warm_start=False` (a resume, whose checkpoint replaces them) skips reading
-    init.network; one that cannot start this network is one line."""
-    variables = None
-    if cfg.init.network and warm_start:
-        try:
-            variables = network_dir.variables_for(cfg.init.network, cfg.game, cfg.network)
-        except (FileNotFoundError, ValueError) as e:
-            raise RunError(f"init.network {cfg.init.network}: {e}") from None
+@dataclass(frozen=True)
+class Start:
+    """Where a session of the run starts."""
+    run_dir: Path  # runs/<name>/ with the current config.yaml
+    state: TrainState  # the learner's: the newest checkpoint's on --resume, else a fresh run's first network
+    meta: dict  # the checkpoint's counters (samples_trained, seconds_total, the value's first figures); zeros when fresh
+    checkpointer: Checkpointer  # open on runs/<name>/checkpoints/: the caller closes it (`with start.checkpointer:`)
+
+
+def open_run(cfg: SelfPlayConfig, game, inputs: Inputs, resume: bool) -> Start:
+    """The run directory (prepare_run_dir) and the learner's first state: `network` with random weights
+    from `seed`, or `inputs.init_variables` (a warm start: init.network's weights, a fresh optimiser at
+    step 0), or on --resume the newest readable checkpoint (params, optimiser, step, RNG, counters).
+    These are the first parameters published."""
+    run_dir = prepare_run_dir(cfg, resume)
     net = make_network(cfg.network, game.spec)
     obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
-    return init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), variables)
+    state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), inputs.init_variables)
+    checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
+    meta = {"samples_trained": 0, "seconds_total": 0.0}
+    try:
+        restored = checkpointer.restore_latest(state) if resume else None
+    except BaseException:
+        checkpointer.close()
+        raise
+    if restored is not None:
+        state, meta = restored
+    return Start(run_dir, state, meta, checkpointer)
 
 
 def reload_replay(replay, run_dir: Path) -> ReplayStats:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from typing import Optional
 
 import jax
@@ -40,7 +39,7 @@ import ray
 
 import games
 from configs import to_dict
-from learner import Checkpointer, TrainState, ValueHealthMonitor
+from learner import TrainState, ValueHealthMonitor
 from models import network_dir
 from replay import ReplayBuffer
 from runtime import CPU_ONLY_ENV, out_of_memory_line, raise_if_stop_requested
@@ -65,30 +64,22 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     """Runs self-play + training until max_steps / max_minutes / Ctrl-C; returns its summary."""
     envs = prepare.check_gpus(cfg, local=not ray_address)
     game = games.make(cfg.game)
-    inputs = prepare.read_inputs(cfg, game)  # before the run directory: a bad book, ladder or anchor leaves nothing behind
-    run_dir = prepare.prepare_run_dir(cfg, resume)
-    state = prepare.initial_state(cfg, game, warm_start=not resume)
-    checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
-    meta = {"samples_trained": 0, "seconds_total": 0.0}
-    restored = checkpointer.restore_latest(state) if resume else None
-    if restored is not None:
-        state, meta = restored
-    started_ray = cluster.init_ray(cfg, ray_address)
-    progress = Progress(run_dir / "tb", cfg, show_progress)
-    try:
-        session = _Session(cfg, run_dir, game, jax.device_get(state), int(meta["samples_trained"]),
-                           float(meta.get("seconds_total", 0.0)), checkpointer, progress, envs, inputs,
-                           ValueHealthMonitor.from_meta(meta))
-        if cfg.pin_cpus and not ray_address:
-            cluster.pin_cpus(session.pool.actors, pin_driver=cfg.learner.placement == "driver")
-        elif cfg.pin_cpus:
-            print("pin_cpus: ignored with --ray-address (a cluster places its actors itself)", file=sys.stderr)
-        return session.run()
-    finally:
-        progress.close()
-        checkpointer.close()
-        if started_ray:
-            ray.shutdown()
+    inputs = prepare.read_inputs(cfg, game, resume)  # before the run directory: a bad input leaves nothing behind
+    start = prepare.open_run(cfg, game, inputs, resume)
+    with start.checkpointer:
+        started_ray = cluster.init_ray(cfg, ray_address)
+        progress = Progress(start.run_dir / "tb", cfg, show_progress)
+        try:
+            session = _Session(cfg, start, game, inputs, envs, progress)
+            if cfg.pin_cpus and not ray_address:
+                cluster.pin_cpus(session.pool.actors, pin_driver=cfg.learner.placement == "driver")
+            elif cfg.pin_cpus:
+                print("pin_cpus: ignored with --ray-address (a cluster places its actors itself)", file=sys.stderr)
+            return session.run()
+        finally:
+            progress.close()
+            if started_ray:
+                ray.shutdown()
 
 
 def _variables(state: TrainState) -> dict:
@@ -98,24 +89,23 @@ def _variables(state: TrainState) -> dict:
 class _Session:
     """One session of a run: starts the Ray actors, loops collect / train / report, shuts down."""
 
-    def __init__(self, cfg: SelfPlayConfig, run_dir: Path, game, state: TrainState, samples_trained: int,
-                 seconds_total: float, checkpointer: Checkpointer, progress: Progress, envs: prepare.ProcessEnvs,
-                 inputs: prepare.Inputs = prepare.Inputs((), None),
-                 value_health: Optional[ValueHealthMonitor] = None):
-        self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, run_dir, checkpointer, progress
+    def __init__(self, cfg: SelfPlayConfig, start: prepare.Start, game, inputs: prepare.Inputs,
+                 envs: prepare.ProcessEnvs, progress: Progress):
+        self.cfg, self.run_dir, self.checkpointer, self.progress = cfg, start.run_dir, start.checkpointer, progress
+        state = jax.device_get(start.state)
         # named: the actors Ray may restart find the store and the replay by name (`cluster.actor_names`)
         names = cluster.actor_names(cfg)
         stats = self._start_store_and_replay(names, game, state, inputs)
         self.games_quarantined = stats.games_quarantined
-        self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), samples_trained, seconds_total,
-                                       stats, cfg.sample_game_every)
+        self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), int(start.meta["samples_trained"]),
+                                       float(start.meta.get("seconds_total", 0.0)), stats, cfg.sample_game_every)
         self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store, envs.learner)
         self.pool = ActorPool(cfg, names, int(state.step), envs.actor)  # the self-play actors, two calls queued each
         self.gpus = GpuMonitor()
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
-        self.value_health = value_health or ValueHealthMonitor()  # the run's first value figures, its warning
+        self.value_health = ValueHealthMonitor.from_meta(start.meta)  # the run's first value figures, its warning
         self.final_variables = None  # the network saved at the stop
-        self.evaluator = (EvaluatorHandle(cfg, run_dir, names["store"], cluster.on_this_node(), envs.evaluator)
+        self.evaluator = (EvaluatorHandle(cfg, self.run_dir, names["store"], cluster.on_this_node(), envs.evaluator)
                           if cfg.evaluation.enabled else None)
         if self.evaluator and self.evaluator.latest:
             progress.evaluated(self.evaluator.latest)

@@ -170,13 +170,13 @@ def _check_records_replay_exactly(run_dir: Path, n: int = 30) -> None:
 
 def _restored_checkpoint(run_dir: Path):
     """The run's newest checkpoint, restored as `selfplay.py --resume` restores it: (TrainState, meta)."""
-    from learner.checkpoint import Checkpointer
     from selfplay import prepare
     cfg = load(SelfPlayConfig, run_dir / "config.yaml")
     game = games.make(cfg.game)
-    with Checkpointer(run_dir / "checkpoints") as checkpointer:
-        return checkpointer.restore_latest(prepare.initial_state(cfg, game),
-                                           warn=pytest.fail)
+    start = prepare.open_run(cfg, game, prepare.read_inputs(cfg, game, resume=True), resume=True)
+    with start.checkpointer:
+        assert start.meta.get("samples_trained"), "no checkpoint restored"
+        return start.state, start.meta
 
 
 def _checkpoint_steps(run_dir: Path) -> list[int]:

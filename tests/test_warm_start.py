@@ -18,7 +18,7 @@ from distill.warm_start import concat, load_boards, policy_target, successor_boa
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
-from selfplay.prepare import initial_state
+from selfplay.prepare import open_run, read_inputs
 
 # (FEN, the move the records call best): a mate in one for each side and two quiet positions
 BOARDS = [("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "a1a8"),
@@ -84,16 +84,25 @@ def test_a_run_starts_from_the_distilled_weights(distilled):
     tmp, summary = distilled
     saved = models.network_dir.load(summary["network"])
     assert saved.config.history is False  # FEN boards have no history: the network reads none
-    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false"])
+    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false",
+                                                        f"runs_dir={tmp / 'runs'}", "name=warm"])
     game = games.make("chess")
-    state = initial_state(cfg, game)
+    state = _first_state(cfg, game)
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.params), saved.variables["params"])
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(state.batch_stats),
                  saved.variables["batch_stats"])
     assert int(state.step) == 0
     assert saved.metadata["search"] == to_dict(cfg.search)  # mcts:net= plays the preset's search
-    fresh = initial_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), ["network.history=false"]), game)
+    fresh = _first_state(load(SelfPlayConfig, str(tmp / "tiny.yaml"), ["network.history=false",
+                                                                       f"runs_dir={tmp / 'runs'}", "name=fresh"]), game)
     assert not np.array_equal(jax.tree.leaves(fresh.params)[0], jax.tree.leaves(state.params)[0])
+
+
+def _first_state(cfg: SelfPlayConfig, game):
+    """The learner state a new run starts from, as `selfplay.run.run` makes it."""
+    start = open_run(cfg, game, read_inputs(cfg, game), resume=False)
+    with start.checkpointer:
+        return start.state
 
 
 def test_a_network_of_another_shape_or_path_is_one_line(distilled):
@@ -102,13 +111,19 @@ def test_a_network_of_another_shape_or_path_is_one_line(distilled):
     wider = load(SelfPlayConfig, str(tmp / "tiny.yaml"),
                  [f"init.network={summary['network']}", "network.resnet.filters=16"])
     with pytest.raises(RunError, match="filters=8.*filters=16"):
-        initial_state(wider, game)
+        read_inputs(wider, game)
     reads_history = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}"])
     with pytest.raises(RunError, match="history=false.*set network"):
-        initial_state(reads_history, game)
-    missing = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={tmp / 'nowhere'}"])
+        read_inputs(reads_history, game)
+    missing = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={tmp / 'nowhere'}",
+                                                           f"runs_dir={tmp / 'runs_missing'}"])
     with pytest.raises(RunError, match="init.network"):
-        initial_state(missing, game)
+        read_inputs(missing, game)
+    from selfplay.run import run
+    with pytest.raises(RunError, match="init.network"):  # read before the run directory exists: a rerun may fix it
+        run(missing)
+    assert not (tmp / "runs_missing").exists()
+    assert read_inputs(missing, game, resume=True).init_variables is None  # a resume reads its checkpoint instead
 
 
 def test_an_interrupted_warm_start_resumes_where_it_stopped(distilled):
@@ -186,7 +201,6 @@ def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
     value), packed exactly as the replay buffer mixes them in; a bad directory or a history-reading
     network is one line."""
     from games import packing
-    from selfplay.prepare import read_inputs
     _records(tmp_path / "rec", copies=3)
     (tmp_path / "tiny.yaml").write_text(TINY)
     cfg = load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'rec'}",
