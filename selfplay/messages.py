@@ -75,6 +75,7 @@ class EvalReport:
     probe_value_error_lower: Optional[float] = None
     probe_value_error_upper: Optional[float] = None
     probe_draw_error: Optional[float] = None
+    mate_puzzles: Optional[int] = None  # chess: the puzzles each of the two played (mateIn1 + mateIn2; intervals: mates_interval)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +106,7 @@ class Learning:
 
     first_step: int  # the step of the run's first evaluation with probe figures
     step: int  # the latest evaluation's
-    rose: tuple[str, ...]  # the figures whose 95% interval cleared the first's: "policy", "search", "value"
+    rose: tuple[str, ...]  # the figures whose 95% interval cleared the first's: "policy", "search", "value", "mates"
     warning: Optional[str] = None  # the "not learning" line, if it was printed
 
 

@@ -113,7 +113,7 @@ class Evaluator:
         append_csv(self.dir / "games.csv", GAMES_FIELDS, [
             {"step": step, "white": r.white, "black": r.black, "score": r.score, "plies": g.plies,
              "termination": g.termination} for r, g in played])
-        mates_search, mates_policy = self.probes.mates(variables)
+        mates_search, mates_policy, mate_puzzles = self.probes.mates(variables)
         probe = self.probes.probe_fields(variables)
         fit = fit_ratings([r for _, r in self.results], anchor=RANDOM)
         rated = {p.name: p for p in fit.players}
@@ -125,7 +125,8 @@ class Evaluator:
             score_vs_random=scores[RANDOM], mates_search=mates_search,
             mates_policy=mates_policy, seconds=time.perf_counter() - start,
             policy_elo=policy.rating, policy_elo_lower=policy.lower, policy_elo_upper=policy.upper,
-            policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()), **probe)
+            policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()), mate_puzzles=mate_puzzles,
+            **probe)
         self.reports.append(report)
         append_csv(self.dir / "ratings.csv", RATINGS_FIELDS, [report_row(report)])
         (self.dir / "ratings.json").write_text(json.dumps(

@@ -6,7 +6,8 @@
 
 A figure *rose* when its 95% interval clears the first evaluation's: the raw policy's or the
 search's agreement with Stockfish's best move above the first's interval, the value's error against
-Stockfish's win% below it. The warning fires at the first evaluation at least `after_steps` learner
+Stockfish's win% below it, the share of mate puzzles the raw policy solves above it (the policy
+learning what the search's mate checks find: the first chess a network learns on 2 cores). The warning fires at the first evaluation at least `after_steps` learner
 steps past the first evaluation where none has risen, so a run that only plays on says so while
 there is time to change it (the value head's own warning, learner/health.py, watches the head's
 spread instead). Games without the probe set (no Stockfish figures) are never judged.
@@ -15,14 +16,24 @@ from __future__ import annotations
 
 from typing import Optional
 
+from arena import probe
 from selfplay.messages import EvalReport, Learning
 
 CHECK = ("check the value health figures, learner.lr_values, search.num_simulations and the outcome mix "
          "(docs/selfplay.md#is-it-learning)")
 
 
+def mates_interval(report: EvalReport, rate: Optional[float]) -> Optional[tuple[float, float]]:
+    """The 95% (Wilson) interval of a mate-puzzle share of `report` (mates_search or mates_policy);
+    None where it has none (off chess, or a row written before the puzzles were counted)."""
+    if rate is None or not report.mate_puzzles:
+        return None
+    return probe.wilson(rate * report.mate_puzzles, report.mate_puzzles)
+
+
 def risen(first: EvalReport, latest: EvalReport) -> tuple[str, ...]:
-    """The probe figures of `latest` whose 95% interval clears `first`'s: agreement above, error below."""
+    """The probe figures of `latest` whose 95% interval clears `first`'s: agreement above, error below,
+    the raw policy's mate puzzles above."""
     rose = []
     if latest.probe_policy_lower > first.probe_policy_upper:
         rose.append("policy")
@@ -30,6 +41,9 @@ def risen(first: EvalReport, latest: EvalReport) -> tuple[str, ...]:
         rose.append("search")
     if latest.probe_value_error_upper < first.probe_value_error_lower:
         rose.append("value")
+    then, now = mates_interval(first, first.mates_policy), mates_interval(latest, latest.mates_policy)
+    if then and now and now[0] > then[1]:
+        rose.append("mates")
     return tuple(rose)
 
 
@@ -41,7 +55,14 @@ def not_learning_line(first: EvalReport, latest: EvalReport) -> str:
             f"{pct(first.probe_policy)}, a random mover {pct(latest.probe_random)}), the search "
             f"{pct(latest.probe_search)} (then {pct(first.probe_search)}), the value errs by "
             f"{latest.probe_value_error:.1f} win% (then {first.probe_value_error:.1f}, a constant draw "
-            f"{latest.probe_draw_error:.1f}); {CHECK}")
+            f"{latest.probe_draw_error:.1f}){_mates_text(first, latest)}; {CHECK}")
+
+
+def _mates_text(first: EvalReport, latest: EvalReport) -> str:
+    if mates_interval(first, first.mates_policy) is None or mates_interval(latest, latest.mates_policy) is None:
+        return ""
+    return (f", the raw policy solves {100 * latest.mates_policy:.0f}% of {latest.mate_puzzles} mate puzzles "
+            f"(then {100 * first.mates_policy:.0f}%)")
 
 
 class LearningCheck:
@@ -76,7 +97,8 @@ class LearningCheck:
 
 def learning_text(learning: Learning) -> str:
     """One line for the run's last lines: which probe figures left the first evaluation's interval."""
-    names = {"policy": "the raw policy's agreement", "search": "the search's agreement", "value": "the value's error"}
+    names = {"policy": "the raw policy's agreement", "search": "the search's agreement", "value": "the value's error",
+             "mates": "the raw policy's mate puzzles"}
     if learning.rose:
         return (f"learning: from step {learning.first_step} to {learning.step} "
                 f"{', '.join(names[r] for r in learning.rose)} left the first interval (probe, 95%)")

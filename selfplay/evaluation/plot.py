@@ -1,6 +1,6 @@
 """The in-run evaluator's picture, runs/<name>/eval/progress.png: Elo of the searched network and of
 its raw policy (95% intervals, the latest fit) against time and learner step, the fixed anchors as
-lines, mate-puzzle rates and scores against random, the learner's loss."""
+lines, mate-puzzle rates (95% intervals) and scores against random, the learner's loss."""
 from __future__ import annotations
 
 import math
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from selfplay.evaluation.learning import mates_interval
 from selfplay.evaluation.store import RANDOM, is_run_player, network_name, policy_name
 from selfplay.messages import EvalReport
 
@@ -69,9 +70,14 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
     for field, label in (("mates_search", "mate puzzles, search"), ("mates_policy", "mate puzzles, raw policy"),
                          ("score_vs_random", "score vs random, search"),
                          ("policy_score_vs_random", "score vs random, raw policy")):
-        values = [getattr(r, field) for r in reports]
-        if any(v is not None for v in values):
-            ax.plot(hours, [np.nan if v is None else v for v in values], marker="o", label=label)
+        values = [np.nan if getattr(r, field) is None else getattr(r, field) for r in reports]
+        if all(np.isnan(values)):
+            continue
+        # the mate puzzles' 95% intervals where the row counted them (older rows: the point alone)
+        spans = [mates_interval(r, getattr(r, field)) if field.startswith("mates") else None for r in reports]
+        err = np.array([[v - s[0] if s else 0.0 for v, s in zip(values, spans)],
+                        [s[1] - v if s else 0.0 for v, s in zip(values, spans)]])
+        ax.errorbar(hours, values, yerr=err, marker="o", capsize=3 if any(spans) else 0, label=label)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(unit)
     ax.legend(fontsize=8)

@@ -4,7 +4,7 @@ the first `probe` positions of the probe set against Stockfish (arena/batched/pr
 there before it shows in games.
 
     probes = Probes(cfg, search, apply)
-    mates_search, mates_policy = probes.mates(variables)   # shares solved; (None, None) off chess
+    mates_search, mates_policy, n = probes.mates(variables)   # shares solved of n puzzles each; (None, None, None) off chess
     fields = probes.probe_fields(variables)                 # EvalReport's probe_* fields; {} off chess
 """
 from __future__ import annotations
@@ -23,10 +23,10 @@ class Probes:
         self.fen_uci = ladders.ladder(cfg.game).fen_uci  # puzzles and the probe set are FEN and UCI
         self._probe = None
 
-    def mates(self, variables) -> tuple[Optional[float], Optional[float]]:
-        """The shares of mate puzzles solved by the search and by the raw policy."""
+    def mates(self, variables) -> tuple[Optional[float], Optional[float], Optional[int]]:
+        """The shares of mate puzzles solved by the search and by the raw policy, and how many each played."""
         if not self.fen_uci or not self.ecfg.mate_puzzles:
-            return None, None
+            return None, None, None
         from arena import mate_puzzles as mp
         rates = []
         for mover in (mp.search_mover(self.search, variables), mp.policy_mover(self.apply, variables)):
@@ -36,7 +36,7 @@ class Probes:
                 solved += mp.solve_mate_puzzles(puzzles, mover, self.seed)[0]
                 total += len(puzzles)
             rates.append(solved / max(total, 1))
-        return rates[0], rates[1]
+        return rates[0], rates[1], total
 
     def probe_fields(self, variables) -> dict[str, float]:
         """EvalReport's probe_* fields (empty when the game is not chess or evaluation.probe is 0)."""
