@@ -35,9 +35,9 @@ class EvaluationConfig:
     # the fixed ladder: chess arena agent specs (stockfish:..., uci:...), tic_tac_toe "minimax",
     # connect_four "alphabeta:depth=N"; None: the game's default (games/ladders.py)
     engines: Optional[tuple[str, ...]] = None
-    # chess: mateIn1 and as many mateIn2 puzzles solved by the search and by the raw policy (200 in all: a
-    # 95% interval of +-2 to 4 points, narrow enough to see the raw policy learn to mate in a few minutes)
-    mate_puzzles: int = 100
+    # chess: mateIn1 and as many mateIn2 puzzles solved by the search and by the raw policy (500 in all: an
+    # untrained policy mates in ~1 in 35 mateIn1s, so the counts need hundreds to show it learning within minutes)
+    mate_puzzles: int = 250
     # chess: positions of the probe set (arena/batched/probe.py; at most 500) on which the raw policy and the search
     # are compared with Stockfish's best move and the value with its win probability; 0: none
     probe: int = 500
