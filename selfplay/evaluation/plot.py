@@ -1,6 +1,7 @@
 """The in-run evaluator's picture, runs/<name>/eval/progress.png: Elo of the searched network and of
 its raw policy (95% intervals, the latest fit) against time and learner step, the fixed anchors as
-lines, mate-puzzle rates (95% intervals) and scores against random, the learner's loss."""
+lines, scores against random, the learner's loss, mate-puzzle rates with 95% intervals (raw policy,
+search; chess) and the probe set's figures (chess)."""
 from __future__ import annotations
 
 import math
@@ -32,15 +33,18 @@ ANCHOR_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:olive", "tab:cyan",
 
 def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> None:
     """Elo (latest fit, 95% intervals) of the searched network and of its raw policy against hours
-    and learner step; mate rates and scores against random; loss; with probe figures (chess), the
-    agreement with Stockfish and the value's error against learner step."""
+    and learner step; scores against random; loss; with probe figures (chess), the agreement with
+    Stockfish and the value's error against learner step; with mate puzzles (chess), the raw policy's
+    and the search's shares solved against learner step, each on its own scale."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rated = {p.name: p for p in fit.players}
     probed = any(r.probe_policy is not None for r in reports)
-    fig, axes = plt.subplots(2, 3 if probed else 2, figsize=(16 if probed else 11, 7))
+    mated = any(r.mates_policy is not None for r in reports)
+    columns = 2 + probed + mated
+    fig, axes = plt.subplots(2, columns, figsize=(5.4 * columns, 7), squeeze=False)
     scale, unit = (1, "hours") if reports and reports[-1].hours >= 2 else (60, "minutes")
     curves = ((network_name, "network (MCTS, run's search)", "o", 0.0),
               (policy_name, "raw policy (no search)", "s", 0.01))
@@ -67,17 +71,11 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
     axes[0, 0].legend(fontsize=8, loc="best")
     hours = [scale * r.hours for r in reports]
     ax = axes[1, 0]
-    for field, label in (("mates_search", "mate puzzles, search"), ("mates_policy", "mate puzzles, raw policy"),
-                         ("score_vs_random", "score vs random, search"),
+    for field, label in (("score_vs_random", "score vs random, search"),
                          ("policy_score_vs_random", "score vs random, raw policy")):
-        values = [np.nan if getattr(r, field) is None else getattr(r, field) for r in reports]
-        if all(np.isnan(values)):
-            continue
-        # the mate puzzles' 95% intervals where the row counted them (older rows: the point alone)
-        spans = [mates_interval(r, getattr(r, field)) if field.startswith("mates") else None for r in reports]
-        err = np.array([[v - s[0] if s else 0.0 for v, s in zip(values, spans)],
-                        [s[1] - v if s else 0.0 for v, s in zip(values, spans)]])
-        ax.errorbar(hours, values, yerr=err, marker="o", capsize=3 if any(spans) else 0, label=label)
+        values = [getattr(r, field) for r in reports]
+        if any(v is not None for v in values):
+            ax.plot(hours, [np.nan if v is None else v for v in values], marker="o", label=label)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(unit)
     ax.legend(fontsize=8)
@@ -89,6 +87,9 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
     ax.grid(alpha=0.3)
     if probed:
         _plot_probe(axes[0, 2], axes[1, 2], [r for r in reports if r.probe_policy is not None])
+    if mated:
+        for ax, field, label in ((axes[0, -1], "mates_policy", "raw policy"), (axes[1, -1], "mates_search", "search")):
+            _plot_mates(ax, [r for r in reports if getattr(r, field) is not None], field, label)
     fig.suptitle(f"{title}: strength by evaluation")
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
@@ -125,3 +126,22 @@ def _plot_probe(agree_ax, value_ax, reports: list[EvalReport]) -> None:
     value_ax.set_ylim(bottom=0)
     value_ax.legend(fontsize=8)
     value_ax.grid(alpha=0.3)
+
+
+def _plot_mates(ax, reports: list[EvalReport], field: str, label: str) -> None:
+    """A mate-puzzle share (mates_policy or mates_search) in % against learner step, on its own scale,
+    with its 95% Wilson interval where the row counted its puzzles (older rows: the point alone). The raw
+    policy's is the first thing self-play teaches a chess network on 2 cores."""
+    steps = [r.step for r in reports]
+    mid = np.array([100 * getattr(r, field) for r in reports])
+    spans = [mates_interval(r, getattr(r, field)) for r in reports]
+    err = np.array([[m - 100 * s[0] if s else 0.0 for m, s in zip(mid, spans)],
+                    [100 * s[1] - m if s else 0.0 for m, s in zip(mid, spans)]])
+    ax.errorbar(steps, mid, yerr=err, marker="o", capsize=3, color="tab:green" if field == "mates_policy" else "tab:blue")
+    if spans and spans[0]:  # a later point whose interval clears this line has risen (learning.py)
+        ax.axhline(100 * spans[0][1], ls="--", color="grey", lw=0.8, label=f"step {steps[0]}'s upper 95%")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel("learner step")
+    ax.set_ylabel(f"% of mate puzzles solved, {label} (95%)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
