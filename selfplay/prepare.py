@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +21,7 @@ import yaml
 
 from arena import ladder_opponents
 from configs import ConfigError, to_dict, upgrade
-from learner import Checkpointer, TrainState, init_train_state
+from learner import Checkpointer, TrainState, ValueHealthMonitor, init_train_state
 from models import make_network, network_dir
 from replay import AnchorSet, RecordError, SchemaError
 from runtime import local_gpu_count, process_env, shares_line
@@ -194,11 +194,13 @@ def opening_lines(cfg: SelfPlayConfig) -> tuple:
 
 @dataclass(frozen=True)
 class Start:
-    """Where a session of the run starts."""
+    """Where a session of the run starts: what the newest checkpoint holds on --resume, else a fresh run's."""
     run_dir: Path  # runs/<name>/ with the current config.yaml
-    state: TrainState  # the learner's: the newest checkpoint's on --resume, else a fresh run's first network
-    meta: dict  # the checkpoint's counters (samples_trained, seconds_total, the value's first figures); zeros when fresh
+    state: TrainState  # the learner's: the checkpoint's, or the first network (step 0)
     checkpointer: Checkpointer  # open on runs/<name>/checkpoints/: the caller closes it (`with start.checkpointer:`)
+    samples_trained: int = 0  # over the run's earlier sessions
+    seconds_total: float = 0.0  # the run's clock: its earlier sessions' wall time
+    value_health: ValueHealthMonitor = field(default_factory=ValueHealthMonitor)  # the run's first value figures
 
 
 def open_run(cfg: SelfPlayConfig, game, inputs: Inputs, resume: bool) -> Start:
@@ -211,15 +213,16 @@ def open_run(cfg: SelfPlayConfig, game, inputs: Inputs, resume: bool) -> Start:
     obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
     state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), inputs.init_variables)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
-    meta = {"samples_trained": 0, "seconds_total": 0.0}
     try:
         restored = checkpointer.restore_latest(state) if resume else None
     except BaseException:
         checkpointer.close()
         raise
-    if restored is not None:
-        state, meta = restored
-    return Start(run_dir, state, meta, checkpointer)
+    if restored is None:
+        return Start(run_dir, state, checkpointer)
+    state, meta = restored
+    return Start(run_dir, state, checkpointer, int(meta["samples_trained"]), float(meta.get("seconds_total", 0.0)),
+                 ValueHealthMonitor.from_meta(meta))
 
 
 def reload_replay(replay, run_dir: Path) -> ReplayStats:

@@ -39,7 +39,7 @@ import ray
 
 import games
 from configs import to_dict
-from learner import TrainState, ValueHealthMonitor
+from learner import TrainState
 from models import network_dir
 from replay import ReplayBuffer
 from runtime import CPU_ONLY_ENV, out_of_memory_line, raise_if_stop_requested
@@ -97,13 +97,13 @@ class _Session:
         names = cluster.actor_names(cfg)
         stats = self._start_store_and_replay(names, game, state, inputs)
         self.games_quarantined = stats.games_quarantined
-        self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), int(start.meta["samples_trained"]),
-                                       float(start.meta.get("seconds_total", 0.0)), stats, cfg.sample_game_every)
+        self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), start.samples_trained,
+                                       start.seconds_total, stats, cfg.sample_game_every)
         self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store, envs.learner)
         self.pool = ActorPool(cfg, names, int(state.step), envs.actor)  # the self-play actors, two calls queued each
         self.gpus = GpuMonitor()
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
-        self.value_health = ValueHealthMonitor.from_meta(start.meta)  # the run's first value figures, its warning
+        self.value_health = start.value_health  # the run's first value figures, its warning
         self.final_variables = None  # the network saved at the stop
         self.evaluator = (EvaluatorHandle(cfg, self.run_dir, names["store"], cluster.on_this_node(), envs.evaluator)
                           if cfg.evaluation.enabled else None)

@@ -169,14 +169,14 @@ def _check_records_replay_exactly(run_dir: Path, n: int = 30) -> None:
 
 
 def _restored_checkpoint(run_dir: Path):
-    """The run's newest checkpoint, restored as `selfplay.py --resume` restores it: (TrainState, meta)."""
+    """The run's newest checkpoint, restored as `selfplay.py --resume` restores it: (TrainState, samples trained)."""
     from selfplay import prepare
     cfg = load(SelfPlayConfig, run_dir / "config.yaml")
     game = games.make(cfg.game)
     start = prepare.open_run(cfg, game, prepare.read_inputs(cfg, game, resume=True), resume=True)
     with start.checkpointer:
-        assert start.meta.get("samples_trained"), "no checkpoint restored"
-        return start.state, start.meta
+        assert start.samples_trained, "no checkpoint restored"
+        return start.state, start.samples_trained
 
 
 def _checkpoint_steps(run_dir: Path) -> list[int]:
@@ -322,8 +322,8 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     assert after_sigterm["games_total"] == len(_games_on_disk(run_dir))
     assert _checkpoint_steps(run_dir)[-1] == after_sigterm["step"] >= after_ctrl_c["step"] + 10
     # the SIGTERM checkpoint (the driver's learner wrote it) restores as --resume would: its step, its samples
-    state, meta = _restored_checkpoint(run_dir)
-    assert int(state.step) == after_sigterm["step"] and meta["samples_trained"] == after_sigterm["samples_trained"]
+    state, samples_trained = _restored_checkpoint(run_dir)
+    assert int(state.step) == after_sigterm["step"] and samples_trained == after_sigterm["samples_trained"]
     _check_records_replay_exactly(run_dir)
 
 
