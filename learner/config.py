@@ -30,6 +30,9 @@ class LearnerConfig:
     # the outcomes' variance (value_explained); the others train on z alone. 0: q_ratio on every batch
     q_ratio_after_explained: float = 0.0
     wdl_weight: float = 1.0  # weight of the WDL cross entropy when the network has a WDL head
+    # a warm run's penalty on drifting from where it started: + this x KL(start || policy) over each
+    # batch's legal moves, start the policy of init.network's weights (the run's first network); 0: off
+    start_policy_weight: float = 0.0
     # each position under a random board symmetry of its game (games/symmetry.py: connect four's mirror,
     # tic-tac-toe's and Go's eight; chess has none), drawn afresh at every step
     augment: bool = False
@@ -58,7 +61,7 @@ class LearnerConfig:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
-        for name in ("value_weight", "wdl_weight", "l2"):
+        for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
                                  f"its target), got {getattr(self, name):g}; 0 turns the term off")

@@ -45,7 +45,7 @@ class Learner:
     """Trains `state` on batches from the `replay` actor; publishes to the `store` actor."""
 
     def __init__(self, game_name: str, network_cfg: models.NetworkConfig, cfg: LearnerConfig,
-                 state: TrainState, replay, store):
+                 state: TrainState, replay, store, start_variables: dict | None = None):
         self._cfg = cfg
         self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
         game = games.make(game_name)
@@ -53,6 +53,9 @@ class Learner:
         self._train_step = make_train_step(net, cfg, game.symmetries, obs_spec=jax.ShapeDtypeStruct(
             game.spec.observation_shape, game.observation_dtype))
         self._state = jax.device_put(state, self._replicated)
+        # the run's first network, whose policy cfg.start_policy_weight keeps this one near
+        self._start = (jax.device_put(start_variables, self._replicated)
+                       if cfg.start_policy_weight > 0 and start_variables is not None else None)
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.
         self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store
@@ -78,7 +81,7 @@ class Learner:
             waited += time.perf_counter() - t_wait
             batch = jax.device_put(batch, self._split)
             with stops_deferred():  # the step donates the old state: a stop between it and the assignment loses both
-                self._state, metrics = self._train_step(self._state, batch)
+                self._state, metrics = self._train_step(self._state, batch, self._start)
                 self._step += 1
             if self._step % self._cfg.publish_every == 0:
                 self.publish()

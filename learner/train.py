@@ -156,8 +156,9 @@ def batch_figures(batch: Batch, step: jax.Array) -> dict[str, jax.Array]:
     return figures
 
 
-def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch):
-    """Scalar loss, (new batch_stats, metrics dict)."""
+def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch, start: Any = None):
+    """Scalar loss, (new batch_stats, metrics dict). `start`: the run's first network's variables,
+    whose policy `cfg.start_policy_weight` keeps this one near (None: no such term)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                              train=True, mutable=["batch_stats", "intermediates"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
@@ -181,13 +182,20 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch)
             out.wdl_logits.astype(jnp.float32), wdl_target).mean()
         loss = loss + cfg.wdl_weight * wdl_loss
         metrics["wdl_loss"] = wdl_loss
+    if start is not None:
+        start_out = net.apply(start, batch.observation, train=False)
+        start_log_p, _ = legal_log_probs(jax.lax.stop_gradient(start_out.policy_logits), batch.legal_actions)
+        start_kl = jnp.sum(jnp.where(valid, jnp.exp(start_log_p) * (start_log_p - log_p), 0.0), axis=-1).mean()
+        loss = loss + cfg.start_policy_weight * start_kl
+        metrics["start_kl"] = start_kl
     metrics["loss"] = loss
     return loss, (updates.get("batch_stats", batch_stats), metrics)
 
 
 def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transform, ...] = (),
                     obs_spec: jax.ShapeDtypeStruct | None = None):
-    """jitted (TrainState, batch) -> (TrainState, metrics incl. learning_rate, l2 norm). With
+    """jitted (TrainState, batch, start=None) -> (TrainState, metrics incl. learning_rate, l2 norm);
+    `start`: the variables of the run's first network, for `cfg.start_policy_weight`. With
     `cfg.augment`, each position of the batch (a NamedTuple) first goes under one of `transforms`,
     drawn from the state's RNG and step (a resumed run draws the same). `obs_spec`: one
     position's shape and dtype, needed for batches of packed observations."""
@@ -197,7 +205,7 @@ def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transfor
         raise ValueError("learner.augment needs the game's board symmetries (games/symmetry.py); this game has none")
 
     @functools.partial(jax.jit, donate_argnums=0)  # the old state's buffers are reused in place
-    def step(state: TrainState, batch: Batch):
+    def step(state: TrainState, batch: Batch, start: Any = None):
         if isinstance(batch.observation, packing.PackedObservation):
             if obs_spec is None:
                 raise ValueError("packed observations need make_train_step(..., obs_spec=their shape and dtype)")
@@ -207,7 +215,7 @@ def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transfor
             observation, legal = symmetry.augment(transforms, key, batch.observation, batch.legal_actions)
             batch = batch._replace(observation=observation, legal_actions=legal)
         grad_fn = jax.grad(loss_and_metrics, has_aux=True)
-        grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch)
+        grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch, start)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics.update(batch_figures(batch, state.step))

@@ -1,6 +1,6 @@
 """The run's learner, in this process or in a Ray actor, behind one interface.
 
-    learner = make_learner(cfg, state, replay, store, env)   # LocalLearner or RemoteLearner (learner.placement)
+    learner = make_learner(cfg, state, replay, store, env, start)   # LocalLearner or RemoteLearner (learner.placement)
     n = learner.steps_per_call(steps_allowed)           # what one call should train
     learner.start(n)
     result = learner.poll(ready_refs)                    # TrainResult once the call has finished, else None
@@ -54,8 +54,8 @@ class LearnerHandle(Protocol):
 class LocalLearner:
     """Trains in a thread of this process, up to `publish_every` steps per call."""
 
-    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store):
-        self._learner = Learner(cfg.game, cfg.network, cfg.learner, state, replay, store)
+    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store, start: Optional[dict] = None):
+        self._learner = Learner(cfg.game, cfg.network, cfg.learner, state, replay, store, start)
         self._max_steps = cfg.learner.publish_every
         self._thread: Optional[threading.Thread] = None
         self._outcome: list = []  # the call's TrainResult, or the exception it raised
@@ -108,12 +108,13 @@ class LocalLearner:
 class RemoteLearner:
     """Trains in a Ray actor (`learner.num_gpus` / `num_cpus`), up to `publish_every` steps per call."""
 
-    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store, env: dict[str, str]):
+    def __init__(self, cfg: SelfPlayConfig, state: TrainState, replay, store, env: dict[str, str],
+                 start: Optional[dict] = None):
         self._max_steps = cfg.learner.publish_every
         self._actor = ray.remote(Learner).options(
             num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus,
             runtime_env={"env_vars": env},
-        ).remote(cfg.game, cfg.network, cfg.learner, state, replay, store)
+        ).remote(cfg.game, cfg.network, cfg.learner, state, replay, store, start)
         self._ref = None  # the train call in flight
 
     def steps_per_call(self, steps_allowed: int) -> int:
@@ -147,9 +148,11 @@ class RemoteLearner:
         ray.kill(self._actor)
 
 
-def make_learner(cfg: SelfPlayConfig, state: TrainState, replay, store, env: dict[str, str]) -> LearnerHandle:
+def make_learner(cfg: SelfPlayConfig, state: TrainState, replay, store, env: dict[str, str],
+                 start: Optional[dict] = None) -> LearnerHandle:
     """The learner `cfg.learner.placement` asks for ("driver": this process, "actor": a Ray actor, whose
-    environment is `env`, prepare.ProcessEnvs.learner)."""
+    environment is `env`, prepare.ProcessEnvs.learner). `start`: init.network's variables, for
+    learner.start_policy_weight."""
     if cfg.learner.placement == "actor":
-        return RemoteLearner(cfg, state, replay, store, env)
-    return LocalLearner(cfg, state, replay, store)
+        return RemoteLearner(cfg, state, replay, store, env, start)
+    return LocalLearner(cfg, state, replay, store, start)

@@ -148,15 +148,18 @@ class Inputs:
     """What a run reads from outside its directory, read before the directory exists."""
     opening_lines: tuple  # actors.opening_book's lines as pgx action arrays; () without a book
     anchors: Optional[AnchorSet]  # replay.anchor_records' boards; None when replay.anchor_fraction is 0
-    init_variables: Optional[dict] = None  # init.network's weights; None: random weights from `seed`, or a resume
+    # init.network's weights: a fresh run's first network, and what learner.start_policy_weight keeps the
+    # policy near (read on --resume for that alone); None: random weights from `seed`
+    init_variables: Optional[dict] = None
 
 
 def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
     """What the run reads and checks before its directory exists, so that a bad one leaves nothing
     behind: the opening book, the evaluator's ladder (`evaluation.engines`, else `game`'s), the
     anchor boards (`replay.anchor_records`: its first `anchor_boards` training boards, distill's
-    held-out games left out) and `init.network`'s weights (a warm start; not on --resume, whose
-    checkpoint replaces them; one that cannot start this network is one line)."""
+    held-out games left out) and `init.network`'s weights (a warm start; on --resume only for
+    learner.start_policy_weight, the checkpoint replacing them; one that cannot start this network is
+    one line)."""
     lines = opening_lines(cfg)
     if cfg.evaluation.enabled:
         try:
@@ -173,7 +176,7 @@ def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
         print(f"anchor boards: {len(anchors):,} from {r.anchor_records}, {r.anchor_fraction:.0%} of every batch",
               flush=True)
     variables = None
-    if cfg.init.network and not resume:
+    if cfg.init.network and (not resume or cfg.learner.start_policy_weight):
         try:
             variables = network_dir.variables_for(cfg.init.network, cfg.game, cfg.network)
         except (FileNotFoundError, ValueError) as e:
@@ -211,7 +214,8 @@ def open_run(cfg: SelfPlayConfig, game, inputs: Inputs, resume: bool) -> Start:
     run_dir = prepare_run_dir(cfg, resume)
     net = make_network(cfg.network, game.spec)
     obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
-    state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), inputs.init_variables)
+    first = None if resume else inputs.init_variables  # on --resume the checkpoint's replace them
+    state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), first)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
     try:
         restored = checkpointer.restore_latest(state) if resume else None

@@ -99,7 +99,8 @@ class _Session:
         self.games_quarantined = stats.games_quarantined
         self.state = RunState.at_start(cfg.learner.batch_size, int(state.step), start.samples_trained,
                                        start.seconds_total, stats, cfg.sample_game_every)
-        self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store, envs.learner)
+        self.learner: LearnerHandle = make_learner(cfg, state, self.replay, self.store, envs.learner,
+                                                   inputs.init_variables)
         self.pool = ActorPool(cfg, names, int(state.step), envs.actor)  # the self-play actors, two calls queued each
         self.gpus = GpuMonitor()
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops

@@ -126,6 +126,22 @@ def test_a_network_of_another_shape_or_path_is_one_line(distilled):
     assert read_inputs(missing, game, resume=True).init_variables is None  # a resume reads its checkpoint instead
 
 
+def test_a_warm_run_holding_its_policy_near_the_start_reads_the_start_on_resume_too(distilled):
+    """learner.start_policy_weight needs init.network (one line without it); a resumed run reads
+    init.network's weights for the penalty alone (its state is the checkpoint's)."""
+    tmp, summary = distilled
+    game = games.make("chess")
+    with pytest.raises(ValueError, match="start_policy_weight keeps the policy near init.network"):
+        load(SelfPlayConfig, str(tmp / "tiny.yaml"), ["learner.start_policy_weight=0.5"])
+    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false",
+                                                        "learner.start_policy_weight=0.5"])
+    saved = models.network_dir.load(summary["network"])
+    resumed = read_inputs(cfg, game, resume=True).init_variables
+    jax.tree.map(np.testing.assert_array_equal, resumed["params"], saved.variables["params"])
+    plain = dataclasses.replace(cfg, learner=dataclasses.replace(cfg.learner, start_policy_weight=0.0))
+    assert read_inputs(plain, game, resume=True).init_variables is None
+
+
 def test_an_interrupted_warm_start_resumes_where_it_stopped(distilled):
     """A rerun of the same command continues the saved training state (its steps and seconds count
     toward the budget) instead of starting again; the rate drops 10x at 60% and 85% of the budget."""
