@@ -28,6 +28,9 @@ def test_a_figure_rises_only_when_its_interval_clears_the_first():
     assert risen(first, report(1000, value=(13.5, 12.5, 14.4))) == ("value",)  # an error falls: 14.4 < 14.5
     assert risen(first, report(1000, value=(14.0, 13.0, 15.0))) == ()
     assert risen(first, report(1000, value=(20.0, 18.5, 21.5))) == ()  # worse is not a rise
+    # an untrained value worse than a constant that falls back to the constant's level has learnt nothing
+    assert risen(report(0, value=(20.3, 19.1, 21.5)), report(344, value=(16.1, 14.8, 17.3))) == ()
+    assert risen(report(0, value=(20.3, 19.1, 21.5)), report(344, value=(14.0, 13.0, 15.0))) == ("value",)
 
 
 def test_the_warning_fires_once_when_due_and_nothing_rose():

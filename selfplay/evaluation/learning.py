@@ -6,7 +6,8 @@
 
 A figure *rose* when its 95% interval clears the first evaluation's: the raw policy's or the
 search's agreement with Stockfish's best move above the first's interval, the value's error against
-Stockfish's win% below it, the share of mate puzzles the raw policy solves above it (the policy
+Stockfish's win% below it and below a constant draw's (an untrained value that errs more than a
+constant can fall back to the constant's level without learning anything), the share of mate puzzles the raw policy solves above it (the policy
 learning what the search's mate checks find: the first chess a network learns on 2 cores). The warning fires at the first evaluation at least `after_steps` learner
 steps past the first evaluation where none has risen, so a run that only plays on says so while
 there is time to change it (the value head's own warning, learner/health.py, watches the head's
@@ -32,14 +33,14 @@ def mates_interval(report: EvalReport, rate: Optional[float]) -> Optional[tuple[
 
 
 def risen(first: EvalReport, latest: EvalReport) -> tuple[str, ...]:
-    """The probe figures of `latest` whose 95% interval clears `first`'s: agreement above, error below,
-    the raw policy's mate puzzles above."""
+    """The probe figures of `latest` whose 95% interval clears `first`'s: agreement above, error below
+    (and below a constant draw's), the raw policy's mate puzzles above."""
     rose = []
     if latest.probe_policy_lower > first.probe_policy_upper:
         rose.append("policy")
     if latest.probe_search_lower > first.probe_search_upper:
         rose.append("search")
-    if latest.probe_value_error_upper < first.probe_value_error_lower:
+    if latest.probe_value_error_upper < min(first.probe_value_error_lower, latest.probe_draw_error):
         rose.append("value")
     then, now = mates_interval(first, first.mates_policy), mates_interval(latest, latest.mates_policy)
     if then and now and now[0] > then[1]:
