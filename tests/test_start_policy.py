@@ -1,0 +1,48 @@
+"""learner.start_policy_weight: a warm run's penalty on drifting from its first network's policy,
+against a KL computed in numpy and by what it does to 60 steps of training."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from test_learner import ttt_setup
+
+from learner.config import LearnerConfig
+from learner.train import init_train_state, loss_and_metrics, make_train_step
+
+
+def test_the_start_policy_penalty_is_the_kl_to_the_first_network_and_holds_the_policy_near_it():
+    """learner.start_policy_weight: the term is KL(start || p) over each position's legal moves (numpy
+    here, from the two networks' logits: the start's as played, train=False; this one's as trained),
+    and 60 steps toward the batch's targets drift less from the start with it than without."""
+    game, net, batch = ttt_setup()
+
+    def train(weight: float):
+        cfg = LearnerConfig(lr_values=(0.05,), lr_boundaries=(), batch_size=32, start_policy_weight=weight)
+        state = init_train_state(net, cfg, batch.observation[:1], jax.random.PRNGKey(0))
+        start = jax.device_get({"params": state.params, "batch_stats": state.batch_stats})
+        step = make_train_step(net, cfg)
+        for _ in range(60):
+            state, _ = step(state, batch, start)
+        return state, start
+
+    def kl_by_hand(state, start) -> float:
+        ours = net.apply({"params": state.params, "batch_stats": state.batch_stats}, batch.observation, train=True,
+                         mutable=["batch_stats", "intermediates"])[0].policy_logits
+        theirs = net.apply(start, batch.observation, train=False).policy_logits
+        total = 0.0
+        for b in range(len(batch.z)):
+            legal = batch.legal_actions[b][batch.legal_actions[b] >= 0]
+            p = np.exp(np.asarray(theirs[b, legal], np.float64) - np.logaddexp.reduce(np.asarray(theirs[b, legal], np.float64)))
+            log_q = np.asarray(ours[b, legal], np.float64) - np.logaddexp.reduce(np.asarray(ours[b, legal], np.float64))
+            total += float(np.sum(p * (np.log(p) - log_q)))
+        return total / len(batch.z)
+
+    held, start = train(1.0)
+    cfg = LearnerConfig(start_policy_weight=1.0)
+    metrics = loss_and_metrics(held.params, held.batch_stats, net, cfg, batch, start)[1][1]
+    assert float(metrics["start_kl"]) == pytest.approx(kl_by_hand(held, start), rel=1e-4)
+    free, _ = train(0.0)
+    assert kl_by_hand(held, start) < 0.5 * kl_by_hand(free, start)
+    with pytest.raises(ValueError, match="start_policy_weight must be >= 0"):
+        LearnerConfig(start_policy_weight=-1.0)
