@@ -7,9 +7,10 @@
 A figure *rose* when its 95% interval clears the first evaluation's: the raw policy's or the
 search's agreement with Stockfish's best move above the first's interval, the value's error against
 Stockfish's win% below it and below a constant draw's (an untrained value that errs more than a
-constant can fall back to the constant's level without learning anything), the share of mate puzzles the raw policy solves above it (the policy
-learning what the search's mate checks find: the first chess a network learns on 2 cores). The warning fires at the first evaluation at least `after_steps` learner
-steps past the first evaluation where none has risen, so a run that only plays on says so while
+constant can fall back to the constant's level without learning anything), the share of mate
+puzzles the raw policy solves above it (the policy learning what the search's mate checks find: the
+first chess a network learns on 2 cores). The warning fires at the first evaluation at least
+`after_steps` learner steps past the first evaluation where none has risen, so a run that only plays on says so while
 there is time to change it (the value head's own warning, learner/health.py, watches the head's
 spread instead). Games without the probe set (no Stockfish figures) are never judged.
 """
@@ -60,7 +61,8 @@ def not_learning_line(first: EvalReport, latest: EvalReport) -> str:
 
 
 def _mates_text(first: EvalReport, latest: EvalReport) -> str:
-    if mates_interval(first, first.mates_policy) is None or mates_interval(latest, latest.mates_policy) is None:
+    """The raw policy's mate puzzles for the warning, where both evaluations counted them."""
+    if not all(r.mates_policy is not None and r.mate_puzzles for r in (first, latest)):
         return ""
     return (f", the raw policy solves {100 * latest.mates_policy:.0f}% of {latest.mate_puzzles} mate puzzles "
             f"(then {100 * first.mates_policy:.0f}%)")
