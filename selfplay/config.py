@@ -35,9 +35,13 @@ class EvaluationConfig:
     # the fixed ladder: chess arena agent specs (stockfish:..., uci:...), tic_tac_toe "minimax",
     # connect_four "alphabeta:depth=N"; None: the game's default (games/ladders.py)
     engines: Optional[tuple[str, ...]] = None
-    # chess: mateIn1 and as many mateIn2 puzzles solved by the search and by the raw policy (500 in all: an
-    # untrained policy mates in ~1 in 35 mateIn1s, so the counts need hundreds to show it learning within minutes)
-    mate_puzzles: int = 250
+    # chess: mateIn1 and as many mateIn2 puzzles solved by the search (its mate checks solve nearly all: a
+    # check that they work, not a learning figure, so a few; each costs the evaluation a search per move)
+    mate_puzzles: int = 50
+    # chess: mateIn1 puzzles solved by the raw policy, one forward pass each (at most the 1,235 of the data): the
+    # mate the search's root checks find and self-play's targets teach first; an untrained policy mates in ~1
+    # of 35, so a rise within minutes needs ~1,000 to clear its interval (mateIn2's first move is learnt later)
+    policy_mate_puzzles: int = 1000
     # chess: positions of the probe set (arena/batched/probe.py; at most 500) on which the raw policy and the search
     # are compared with Stockfish's best move and the value with its win probability; 0: none
     probe: int = 500
@@ -51,9 +55,10 @@ class EvaluationConfig:
         check_at_least(self, 0, "random_plies", "num_cpus", "num_gpus", prefix="evaluation.")
         if self.every_steps < 1 or self.every_minutes < 0:
             raise ValueError("evaluation.every_steps >= 1 and evaluation.every_minutes >= 0 required")
-        if self.openings < 1 or self.max_plies < 0 or self.previous_networks < 0 or self.mate_puzzles < 0:
-            raise ValueError("evaluation.openings >= 1; max_plies, previous_networks, mate_puzzles >= 0")
-        check_at_least(self, 0, "probe", "learning_after_steps", prefix="evaluation.")
+        if self.openings < 1 or self.max_plies < 0 or self.previous_networks < 0:
+            raise ValueError("evaluation.openings >= 1; max_plies, previous_networks >= 0")
+        check_at_least(self, 0, "mate_puzzles", "policy_mate_puzzles", "probe", "learning_after_steps",
+                       prefix="evaluation.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -51,8 +51,8 @@ class EvalReport:
     elo_lower: float  # 95% interval
     elo_upper: float
     score_vs_random: float  # mean points per game against the random mover
-    mates_search: Optional[float]  # chess: fraction of the mate puzzles solved by the search
-    mates_policy: Optional[float]  # ... and by the raw policy
+    mates_search: Optional[float]  # chess: fraction of the mate puzzles solved by the search (mateIn1 + mateIn2)
+    mates_policy: Optional[float]  # ... and of the raw policy's (mateIn1; before policy_mate_puzzles, the search's)
     seconds: float  # the evaluation's wall time
     policy_elo: Optional[float] = None  # the raw policy (no search) against the same anchors
     policy_elo_lower: Optional[float] = None  # (None in ratings.csv rows written before it was rated)
@@ -75,7 +75,10 @@ class EvalReport:
     probe_value_error_lower: Optional[float] = None
     probe_value_error_upper: Optional[float] = None
     probe_draw_error: Optional[float] = None
-    mate_puzzles: Optional[int] = None  # chess: the puzzles each of the two played (mateIn1 + mateIn2; intervals: mates_interval)
+    mate_puzzles: Optional[int] = None  # chess: the puzzles the search played (mateIn1 + mateIn2; intervals: mates_interval)
+    # chess: the mateIn1 puzzles the raw policy played (None in rows written before it had its own: it then
+    # played mate_puzzles, the search's)
+    policy_mate_puzzles: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -221,7 +221,7 @@ def test_ratings_csv_of_an_older_version_gains_the_new_columns_on_append(tmp_pat
     new = EvalReport(step=461, hours=0.1, positions=59021, games=421, loss=2.9, elo=165.0, elo_lower=58.0,
                      elo_upper=272.0, score_vs_random=0.7, mates_search=0.5, mates_policy=0.02, seconds=59.0,
                      policy_elo=-20.0, policy_elo_lower=-120.0, policy_elo_upper=80.0, policy_score_vs_random=0.45,
-                     mate_puzzles=200)
+                     mate_puzzles=200, policy_mate_puzzles=1000)
     append_csv(path, RATINGS_FIELDS, [report_row(new)])
     old, again = read_reports(path)
     assert (old.step, old.elo, old.mates_policy, old.seconds, old.policy_elo, old.mate_puzzles) == (

@@ -8,7 +8,7 @@ from selfplay.messages import EvalReport, Learning
 
 
 def report(step: int, policy=(0.062, 0.044, 0.087), search=(0.078, 0.058, 0.105), value=(15.8, 14.5, 17.0),
-           mates: float | None = None, puzzles: int | None = None):
+           mates: float | None = None, puzzles: int | None = None, policy_puzzles: int | None = None):
     """An evaluation with these probe figures (each: value, lower, upper); the rest as a chess run's."""
     probe = {} if policy is None else dict(
         probe_policy=policy[0], probe_policy_lower=policy[1], probe_policy_upper=policy[2],
@@ -17,7 +17,7 @@ def report(step: int, policy=(0.062, 0.044, 0.087), search=(0.078, 0.058, 0.105)
         probe_draw_error=15.8)
     return EvalReport(step=step, hours=0.0, positions=0, games=0, loss=None, elo=0.0, elo_lower=-50.0,
                       elo_upper=50.0, score_vs_random=0.5, mates_search=None, mates_policy=mates, seconds=1.0,
-                      mate_puzzles=puzzles, **probe)
+                      mate_puzzles=puzzles, policy_mate_puzzles=policy_puzzles, **probe)
 
 
 def test_a_figure_rises_only_when_its_interval_clears_the_first():
@@ -66,15 +66,22 @@ def test_the_raw_policy_solving_more_mate_puzzles_is_a_rise_beyond_their_interva
     (0 of 200: [0, 1.88%]; 10 of 200: [2.74%, 8.96%]; 4 of 200: [0.78%, 5.03%])."""
     from selfplay.evaluation.learning import mates_interval
     first = report(0, mates=0.0, puzzles=200)
-    lo, hi = mates_interval(first, first.mates_policy)
+    lo, hi = mates_interval(first, "mates_policy")
     assert lo == 0.0 and abs(hi - 0.01885) < 1e-5
-    lo, hi = mates_interval(report(700, mates=0.05, puzzles=200), 0.05)
+    lo, hi = mates_interval(report(700, mates=0.05, puzzles=200), "mates_policy")
     assert abs(lo - 0.02738) < 1e-5 and abs(hi - 0.08958) < 1e-5
     assert risen(first, report(700, mates=0.05, puzzles=200)) == ("mates",)  # 2.74% > 1.88%
     assert risen(first, report(700, mates=0.02, puzzles=200)) == ()  # 4 of 200: 0.78% is inside
     assert risen(report(0, mates=0.0), report(700, mates=0.5)) == ()  # rows without a count: no interval
     check = LearningCheck(first, after_steps=500)
     line = check.observe(report(700, mates=0.01, puzzles=200))
-    assert "the raw policy solves 1% of 200 mate puzzles (then 0%)" in line
+    assert "the raw policy solves 1.0% of 200 mate puzzles (then 0.0%)" in line
+    # the raw policy's own mateIn1 count, where the row has one: 10 of 1,000 is [0.54%, 1.83%] by hand,
+    # 30 of 1,000 [2.11%, 4.25%]; the search's count (200) is not the policy's
+    lo, hi = mates_interval(report(0, mates=0.01, puzzles=200, policy_puzzles=1000), "mates_policy")
+    assert abs(lo - 0.00544) < 1e-5 and abs(hi - 0.01831) < 1e-5
+    tight = report(0, mates=0.01, puzzles=200, policy_puzzles=1000)
+    assert risen(tight, report(700, mates=0.03, puzzles=200, policy_puzzles=1000)) == ("mates",)
+    assert risen(report(0, mates=0.01, puzzles=200), report(700, mates=0.03, puzzles=200)) == ()  # 200: too few
     assert learning_text(Learning(0, 700, ("mates",))).endswith("the raw policy's mate puzzles left the first "
                                                                 "interval (probe, 95%)")

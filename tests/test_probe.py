@@ -123,7 +123,8 @@ def test_the_evaluator_reports_probe_figures_for_chess(tmp_path):
     cfg = load(SelfPlayConfig, root / "configs/chess_cpu.yaml", [
         "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
         "search.num_simulations=4", "evaluation.openings=4", "evaluation.engines=[]", "evaluation.max_plies=8",
-        "evaluation.previous_networks=0", "evaluation.mate_puzzles=4", "evaluation.probe=8"])
+        "evaluation.previous_networks=0", "evaluation.mate_puzzles=4", "evaluation.policy_mate_puzzles=6",
+        "evaluation.probe=8"])
     evaluator = Evaluator(str(tmp_path), cfg)
     game = games.make("chess")
     obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(0), 1)))
@@ -134,9 +135,11 @@ def test_the_evaluator_reports_probe_figures_for_chess(tmp_path):
     assert report.probe_value_error == pytest.approx(expected.value.error)
     assert 0 <= report.probe_policy_lower <= report.probe_policy <= report.probe_policy_upper <= 1
     assert read_reports(tmp_path / "eval" / "ratings.csv")[0].probe_search == pytest.approx(report.probe_search)
-    # 4 mateIn1 + 4 mateIn2 each: the untrained network's search mates in one by its mate checks
+    # the search 4 mateIn1 + 4 mateIn2 (its mate checks mate in one untrained), the raw policy 6 mateIn1
     assert report.mate_puzzles == 8 and report.mates_search >= 0.5 and 0 <= report.mates_policy <= 1
-    assert read_reports(tmp_path / "eval" / "ratings.csv")[0].mate_puzzles == 8
+    assert report.policy_mate_puzzles == 6 and 6 * report.mates_policy == round(6 * report.mates_policy)
+    again = read_reports(tmp_path / "eval" / "ratings.csv")[0]
+    assert (again.mate_puzzles, again.policy_mate_puzzles) == (8, 6)
     assert evaluator.first() == report  # what the run's learning check compares later evaluations with
     assert "agrees with Stockfish" in probe_text(report)
     assert (tmp_path / "eval" / "progress.png").stat().st_size > 0

@@ -113,7 +113,7 @@ class Evaluator:
         append_csv(self.dir / "games.csv", GAMES_FIELDS, [
             {"step": step, "white": r.white, "black": r.black, "score": r.score, "plies": g.plies,
              "termination": g.termination} for r, g in played])
-        mates_search, mates_policy, mate_puzzles = self.probes.mates(variables)
+        mates = self.probes.mate_fields(variables)
         probe = self.probes.probe_fields(variables)
         fit = fit_ratings([r for _, r in self.results], anchor=RANDOM)
         rated = {p.name: p for p in fit.players}
@@ -122,11 +122,9 @@ class Evaluator:
         report = EvalReport(
             step=step, hours=request.hours, positions=request.positions, games=request.games,
             loss=request.loss, elo=me.rating, elo_lower=me.lower, elo_upper=me.upper,
-            score_vs_random=scores[RANDOM], mates_search=mates_search,
-            mates_policy=mates_policy, seconds=time.perf_counter() - start,
+            score_vs_random=scores[RANDOM], seconds=time.perf_counter() - start,
             policy_elo=policy.rating, policy_elo_lower=policy.lower, policy_elo_upper=policy.upper,
-            policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()), mate_puzzles=mate_puzzles,
-            **probe)
+            policy_score_vs_random=policy_scores[RANDOM], scores=tuple(scores.items()), **mates, **probe)
         self.reports.append(report)
         append_csv(self.dir / "ratings.csv", RATINGS_FIELDS, [report_row(report)])
         (self.dir / "ratings.json").write_text(json.dumps(

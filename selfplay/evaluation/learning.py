@@ -16,7 +16,7 @@ spread instead). Games without the probe set (no Stockfish figures) are never ju
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 from arena import probe
 from selfplay.messages import EvalReport, Learning
@@ -25,12 +25,24 @@ CHECK = ("check the value health figures, learner.lr_values, search.num_simulati
          "(docs/selfplay.md#is-it-learning)")
 
 
-def mates_interval(report: EvalReport, rate: Optional[float]) -> Optional[tuple[float, float]]:
-    """The 95% (Wilson) interval of a mate-puzzle share of `report` (mates_search or mates_policy);
-    None where it has none (off chess, or a row written before the puzzles were counted)."""
-    if rate is None or not report.mate_puzzles:
+MateField = Literal["mates_policy", "mates_search"]
+
+
+def mate_puzzles_played(report: EvalReport, field: MateField) -> Optional[int]:
+    """How many puzzles the share `field` of `report` is of (a row from before the raw policy played its
+    own mateIn1s counts the search's)."""
+    if field == "mates_policy" and report.policy_mate_puzzles is not None:
+        return report.policy_mate_puzzles
+    return report.mate_puzzles
+
+
+def mates_interval(report: EvalReport, field: MateField) -> Optional[tuple[float, float]]:
+    """The 95% (Wilson) interval of a mate-puzzle share of `report`; None where it has none (off chess,
+    or a row written before the puzzles were counted)."""
+    rate, n = getattr(report, field), mate_puzzles_played(report, field)
+    if rate is None or not n:
         return None
-    return probe.wilson(rate * report.mate_puzzles, report.mate_puzzles)
+    return probe.wilson(rate * n, n)
 
 
 def risen(first: EvalReport, latest: EvalReport) -> tuple[str, ...]:
@@ -43,7 +55,7 @@ def risen(first: EvalReport, latest: EvalReport) -> tuple[str, ...]:
         rose.append("search")
     if latest.probe_value_error_upper < min(first.probe_value_error_lower, latest.probe_draw_error):
         rose.append("value")
-    then, now = mates_interval(first, first.mates_policy), mates_interval(latest, latest.mates_policy)
+    then, now = mates_interval(first, "mates_policy"), mates_interval(latest, "mates_policy")
     if then and now and now[0] > then[1]:
         rose.append("mates")
     return tuple(rose)
@@ -62,10 +74,10 @@ def not_learning_line(first: EvalReport, latest: EvalReport) -> str:
 
 def _mates_text(first: EvalReport, latest: EvalReport) -> str:
     """The raw policy's mate puzzles for the warning, where both evaluations counted them."""
-    if not all(r.mates_policy is not None and r.mate_puzzles for r in (first, latest)):
+    if not all(mates_interval(r, "mates_policy") for r in (first, latest)):
         return ""
-    return (f", the raw policy solves {100 * latest.mates_policy:.0f}% of {latest.mate_puzzles} mate puzzles "
-            f"(then {100 * first.mates_policy:.0f}%)")
+    return (f", the raw policy solves {100 * latest.mates_policy:.1f}% of "
+            f"{mate_puzzles_played(latest, 'mates_policy')} mate puzzles (then {100 * first.mates_policy:.1f}%)")
 
 
 class LearningCheck:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from selfplay.evaluation.learning import mates_interval
+from selfplay.evaluation.learning import MateField, mates_interval
 from selfplay.evaluation.store import RANDOM, is_run_player, network_name, policy_name
 from selfplay.messages import EvalReport
 
@@ -88,7 +88,8 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
     if probed:
         _plot_probe(axes[0, 2], axes[1, 2], [r for r in reports if r.probe_policy is not None])
     if mated:
-        for ax, field, label in ((axes[0, -1], "mates_policy", "raw policy"), (axes[1, -1], "mates_search", "search")):
+        for ax, field, label in ((axes[0, -1], "mates_policy", "raw policy, mateIn1"),
+                                 (axes[1, -1], "mates_search", "search, mateIn1 + mateIn2")):
             _plot_mates(ax, [r for r in reports if getattr(r, field) is not None], field, label)
     fig.suptitle(f"{title}: strength by evaluation")
     fig.tight_layout()
@@ -128,13 +129,13 @@ def _plot_probe(agree_ax, value_ax, reports: list[EvalReport]) -> None:
     value_ax.grid(alpha=0.3)
 
 
-def _plot_mates(ax, reports: list[EvalReport], field: str, label: str) -> None:
+def _plot_mates(ax, reports: list[EvalReport], field: MateField, label: str) -> None:
     """A mate-puzzle share (mates_policy or mates_search) in % against learner step, on its own scale,
     with its 95% Wilson interval where the row counted its puzzles (older rows: the point alone). The raw
     policy's is the first thing self-play teaches a chess network on 2 cores."""
     steps = [r.step for r in reports]
     mid = np.array([100 * getattr(r, field) for r in reports])
-    spans = [mates_interval(r, getattr(r, field)) for r in reports]
+    spans = [mates_interval(r, field) for r in reports]
     err = np.array([[m - 100 * s[0] if s else 0.0 for m, s in zip(mid, spans)],
                     [100 * s[1] - m if s else 0.0 for m, s in zip(mid, spans)]])
     ax.errorbar(steps, mid, yerr=err, marker="o", capsize=3, color="tab:green" if field == "mates_policy" else "tab:blue")

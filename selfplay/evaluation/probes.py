@@ -1,10 +1,10 @@
-"""The network on fixed positions rather than in games (chess): `mate_puzzles` mateIn1 and mateIn2
-Lichess puzzles solved by its search and by its raw policy, and its raw policy, search and value on
-the first `probe` positions of the probe set against Stockfish (arena/batched/probe.py): learning shows
-there before it shows in games.
+"""The network on fixed positions rather than in games (chess): Lichess mate puzzles solved by its search
+(`mate_puzzles` mateIn1 and mateIn2) and by its raw policy (`policy_mate_puzzles` mateIn1), and its raw
+policy, search and value on the first `probe` positions of the probe set against Stockfish
+(arena/batched/probe.py): learning shows there before it shows in games.
 
     probes = Probes(cfg, search, apply)
-    mates_search, mates_policy, n = probes.mates(variables)   # shares solved of n puzzles each; (None, None, None) off chess
+    mates = probes.mate_fields(variables)                   # EvalReport's mates_* and *mate_puzzles fields
     fields = probes.probe_fields(variables)                 # EvalReport's probe_* fields; {} off chess
 """
 from __future__ import annotations
@@ -23,20 +23,28 @@ class Probes:
         self.fen_uci = ladders.ladder(cfg.game).fen_uci  # puzzles and the probe set are FEN and UCI
         self._probe = None
 
-    def mates(self, variables) -> tuple[Optional[float], Optional[float], Optional[int]]:
-        """The shares of mate puzzles solved by the search and by the raw policy, and how many each played."""
-        if not self.fen_uci or not self.ecfg.mate_puzzles:
-            return None, None, None
+    def mate_fields(self, variables) -> dict:
+        """EvalReport's mate fields: the shares solved by the search (mateIn1 and mateIn2, `mate_puzzles`
+        of each) and by the raw policy (`policy_mate_puzzles` mateIn1s), and how many each played; None
+        for a mover that played none (off chess, or its count 0)."""
+        search = self._solved((("mateIn1", self.ecfg.mate_puzzles), ("mateIn2", self.ecfg.mate_puzzles)),
+                              lambda mp: mp.search_mover(self.search, variables))
+        policy = self._solved((("mateIn1", self.ecfg.policy_mate_puzzles),),
+                              lambda mp: mp.policy_mover(self.apply, variables))
+        return {"mates_search": search[0], "mate_puzzles": search[1],
+                "mates_policy": policy[0], "policy_mate_puzzles": policy[1]}
+
+    def _solved(self, themes, make_mover) -> tuple[Optional[float], Optional[int]]:
+        """(share solved, puzzles played) of (theme, count) pairs by one mover; (None, None) for none."""
+        if not self.fen_uci or not sum(count for _, count in themes):
+            return None, None
         from arena import mate_puzzles as mp
-        rates = []
-        for mover in (mp.search_mover(self.search, variables), mp.policy_mover(self.apply, variables)):
-            solved = total = 0
-            for theme in ("mateIn1", "mateIn2"):
-                puzzles = mp.load_mate_puzzles(theme, self.ecfg.mate_puzzles)
-                solved += mp.solve_mate_puzzles(puzzles, mover, self.seed)[0]
-                total += len(puzzles)
-            rates.append(solved / max(total, 1))
-        return rates[0], rates[1], total
+        mover, solved, total = make_mover(mp), 0, 0
+        for theme, count in themes:
+            puzzles = mp.load_mate_puzzles(theme, count)
+            solved += mp.solve_mate_puzzles(puzzles, mover, self.seed)[0]
+            total += len(puzzles)
+        return solved / max(total, 1), total
 
     def probe_fields(self, variables) -> dict[str, float]:
         """EvalReport's probe_* fields (empty when the game is not chess or evaluation.probe is 0)."""

@@ -20,7 +20,8 @@ PROBE_FIELDS = ("probe_policy", "probe_policy_lower", "probe_policy_upper", "pro
                 "probe_value_error", "probe_value_error_lower", "probe_value_error_upper", "probe_draw_error")
 RATINGS_FIELDS = ("step", "hours", "positions", "games", "loss", "elo", "elo_lower", "elo_upper",
                   "score_vs_random", "mates_search", "mates_policy", "seconds", "policy_elo",
-                  "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random") + PROBE_FIELDS + ("mate_puzzles",)
+                  "policy_elo_lower", "policy_elo_upper", "policy_score_vs_random") + PROBE_FIELDS + (
+                  "mate_puzzles", "policy_mate_puzzles")
 GAMES_FIELDS = ("step", "white", "black", "score", "plies", "termination")
 
 
@@ -63,6 +64,7 @@ def read_reports(path: Path) -> list[EvalReport]:
                        policy_elo_upper=_float_or_none(r.get("policy_elo_upper")),
                        policy_score_vs_random=_float_or_none(r.get("policy_score_vs_random")),
                        mate_puzzles=_int_or_none(r.get("mate_puzzles")),
+                       policy_mate_puzzles=_int_or_none(r.get("policy_mate_puzzles")),
                        **{f: _float_or_none(r.get(f)) for f in PROBE_FIELDS})
             for r in rows]
 
