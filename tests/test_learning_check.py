@@ -85,3 +85,19 @@ def test_the_raw_policy_solving_more_mate_puzzles_is_a_rise_beyond_their_interva
     assert risen(report(0, mates=0.01, puzzles=200), report(700, mates=0.03, puzzles=200)) == ()  # 200: too few
     assert learning_text(Learning(0, 700, ("mates",))).endswith("the raw policy's mate puzzles left the first "
                                                                 "interval (probe, 95%)")
+
+
+def test_the_picture_draws_mate_shares_at_the_ends_of_their_intervals(tmp_path):
+    """The search solving all of its 100 puzzles, the raw policy none of its 1,000: each share sits at an
+    end of its interval (a Wilson bound rounded a hair inside the rate once failed the picture, and the
+    step-0 evaluation with it)."""
+    import dataclasses
+
+    from arena import GameResult, fit_ratings, probe
+    from selfplay.evaluation.plot import plot_progress
+    assert probe.wilson(100, 100)[1] == 1.0 and probe.wilson(0, 1000)[0] == 0.0
+    reports = [dataclasses.replace(report(step, mates=rate, puzzles=100, policy_puzzles=1000), mates_search=1.0)
+               for step, rate in ((0, 0.0), (300, 0.004))]
+    fit = fit_ratings([GameResult("step-0", "random", 1.0), GameResult("random", "step-300", 0.5)], anchor="random")
+    plot_progress(tmp_path / "progress.png", reports, fit, "ends")
+    assert (tmp_path / "progress.png").stat().st_size > 0

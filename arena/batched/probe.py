@@ -114,7 +114,8 @@ def wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
     p = hits / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # exact at the ends (none or all hit), where rounding would leave the rate a hair outside its interval
+    return (0.0 if hits <= 0 else max(0.0, centre - half)), (1.0 if hits >= n else min(1.0, centre + half))
 
 
 def mean_interval(x: np.ndarray, z: float = 1.96) -> tuple[float, float, float]:
