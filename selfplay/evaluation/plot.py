@@ -88,8 +88,8 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
     if probed:
         _plot_probe(axes[0, 2], axes[1, 2], [r for r in reports if r.probe_policy is not None])
     if mated:
-        for ax, field, label in ((axes[0, -1], "mates_policy", "raw policy, mateIn1"),
-                                 (axes[1, -1], "mates_search", "search, mateIn1 + mateIn2")):
+        for ax, field, label in ((axes[0, -1], "mates_policy", "raw policy: mateIn1 puzzles"),
+                                 (axes[1, -1], "mates_search", "search: mateIn1 + mateIn2 puzzles")):
             _plot_mates(ax, [r for r in reports if getattr(r, field) is not None], field, label)
     fig.suptitle(f"{title}: strength by evaluation")
     fig.tight_layout()
@@ -144,6 +144,7 @@ def _plot_mates(ax, reports: list[EvalReport], field: MateField, label: str) -> 
         ax.axhline(100 * spans[0][1], ls="--", color="grey", lw=0.8, label=f"step {steps[0]}'s upper 95%")
         ax.legend(fontsize=8, loc="lower right")
     ax.set_xlabel("learner step")
-    ax.set_ylabel(f"% of mate puzzles solved, {label} (95%)")
+    ax.set_title(label, fontsize=10)
+    ax.set_ylabel("% solved (95% interval)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
