@@ -29,7 +29,8 @@ stockfish:
 	fi
 
 # A short self-play run with the embedded default config (configs/chess_cpu.yaml) on local Ray,
-# into runs/$(RUN)/ (a new name each time; continue one with: make selfplay RUN=<name> ARGS=--resume).
+# into runs/$(RUN)/ (a new name each time; continue one with: make selfplay RUN=<name> ARGS=--resume,
+# and beyond its 6 minutes with ARGS="--resume --set max_minutes=12").
 RUN ?= chess_cpu-$(shell date +%Y%m%d-%H%M%S)
 selfplay: $(STAMP)
 	$(PY) selfplay.py --config configs/chess_cpu.yaml --set name=$(RUN) $(ARGS)

@@ -85,7 +85,9 @@ class SelfPlayConfig:
     replay: ReplayConfig = ReplayConfig()  # replay window and chunk files
     learner: LearnerConfig = LearnerConfig()  # optimiser, loss, checkpoints, train ratio
     evaluation: EvaluationConfig = EvaluationConfig()  # in-run Elo against fixed anchors
-    max_minutes: float = 0.0  # stop (checkpointed, resumable) after this wall time; 0: no limit
+    # stop (checkpointed, resumable) once the run's wall time, every session counted, reaches this (a resumed
+    # run finishes what an interruption cut short; raise it to extend a finished run); 0: no limit
+    max_minutes: float = 0.0
     ray_num_cpus: int = 2  # CPUs of the local Ray instance (ignored with --ray-address)
     ray_object_store_mb: int = 256  # object store of the local Ray instance, MiB
     # Local Ray only: self-play actor i on core i mod (cores - 1), the driver (and its learner) on the

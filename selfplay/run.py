@@ -67,6 +67,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     inputs = prepare.read_inputs(cfg, game, resume)  # before the run directory: a bad input leaves nothing behind
     start = prepare.open_run(cfg, game, inputs, resume)
     with start.checkpointer:
+        _refuse_finished(cfg, start.state)
         started_ray = cluster.init_ray(cfg, ray_address)
         progress = Progress(start.run_dir / "tb", cfg, show_progress)
         try:
@@ -80,6 +81,18 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
             progress.close()
             if started_ray:
                 ray.shutdown()
+
+
+def _refuse_finished(cfg: SelfPlayConfig, state: RunState) -> None:
+    """A resumed run that already reached its limit (both count every session) stops here, in one line."""
+    reason = state.limit_reached(cfg.learner.max_steps, cfg.max_minutes)
+    if reason == "max_steps":
+        raise RunError(f"run {cfg.name} already took its learner.max_steps={cfg.learner.max_steps} steps: "
+                       f"raise it to continue, e.g. --resume --set learner.max_steps={2 * cfg.learner.max_steps}")
+    if reason == "max_minutes":
+        raise RunError(f"run {cfg.name} already ran its max_minutes={cfg.max_minutes:g} ({state.hours() * 60:.1f} "
+                       f"minutes, every session counted): raise it to continue, e.g. --resume --set "
+                       f"max_minutes={2 * cfg.max_minutes:g}")
 
 
 def _variables(state: TrainState) -> dict:
@@ -237,13 +250,10 @@ class _Session:
             append_sample_game(self.run_dir, ray.get(self.replay.recent_games.remote(1))[0])
         if now - s.restarts_checked >= 5.0:
             self._count_restarts()
-        if cfg.learner.max_steps and s.step >= cfg.learner.max_steps:
-            s.stop_reason = "max_steps"
-            return True
-        if cfg.max_minutes and now - s.started >= 60 * cfg.max_minutes:
-            s.stop_reason = "max_minutes"
-            return True
-        return False
+        reason = s.limit_reached(cfg.learner.max_steps, cfg.max_minutes)
+        if reason is not None:
+            s.stop_reason = reason
+        return reason is not None
 
     def evaluate(self) -> None:
         """Takes a finished evaluation's report; asks for the next when one is due."""

@@ -58,6 +58,15 @@ class RunState:
         """Wall time of the run so far, all sessions."""
         return (self.seconds_base + time.monotonic() - self.started) / 3600
 
+    def limit_reached(self, max_steps: int, max_minutes: float) -> Optional[StopReason]:
+        """The stop condition this run has met, if any: both limits count every session (a resumed
+        run finishes the budget an interruption cut short; raise a limit to extend a finished run)."""
+        if max_steps and self.step >= max_steps:
+            return "max_steps"
+        if max_minutes and self.hours() * 60 >= max_minutes:
+            return "max_minutes"
+        return None
+
     def steps_allowed(self, train_ratio: float) -> int:
         """Learner steps the train ratio allows beyond those taken or in flight."""
         trained = self.samples_trained(self.step + self.steps_in_flight)

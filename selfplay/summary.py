@@ -83,6 +83,8 @@ def summary_lines(summary: RunSummary, cfg: SelfPlayConfig, run_dir: Path) -> li
     resume = [shlex.quote(_shown(run_dir / "config.yaml")), "--resume"]
     if s.stop_reason == "max_steps":  # the run's config.yaml stops it again at once: more steps
         resume += ["--set", f"learner.max_steps={2 * max(s.step, 1)}"]
+    elif s.stop_reason == "max_minutes":  # ... or more minutes (both count every session)
+        resume += ["--set", f"max_minutes={2 * cfg.max_minutes:g}"]
     out.append(f"resume it: {_command('selfplay.py', '--config', *resume)}")
     out.append(f"summary: {_shown(run_dir / SUMMARY_FILE)} (every figure; selfplay.py --json prints it)")
     return out

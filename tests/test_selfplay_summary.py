@@ -10,6 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from configs.loader import load
 from selfplay.config import SelfPlayConfig
 from selfplay.messages import EvalReport, RunSummary
@@ -66,7 +68,8 @@ def test_lines_for_a_chess_run_name_the_network_and_the_commands(tmp_path, monke
     assert parsed.games == 20
     assert commands["as UCI"][-2:] == ["--agent", "mcts:net=runs/mine/network"]
     resume = _cli("selfplay").parse_args(commands["resume it"][2:])
-    assert resume.resume and resume.config == "runs/mine/config.yaml" and not resume.overrides
+    # stopped at max_minutes (6, every session counted): more minutes, as a stop at max_steps gets more steps
+    assert resume.resume and resume.config == "runs/mine/config.yaml" and resume.overrides == ["max_minutes=12"]
     assert "runs/mine/summary.json" in lines[-1]
 
 
@@ -102,3 +105,22 @@ def test_a_run_config_yaml_loads_as_the_config_it_resumes_with(tmp_path):
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [f"runs_dir={tmp_path}", "name=r", "max_minutes=3"])
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     assert load(SelfPlayConfig, tmp_path / "config.yaml", []) == cfg
+
+
+def test_a_runs_limits_count_every_session_and_a_finished_run_says_how_to_extend_it():
+    """max_minutes and learner.max_steps both count the run's earlier sessions (a resumed run finishes
+    what an interruption cut short); a resume past either stops before Ray starts, in one line."""
+    from selfplay.errors import RunError
+    from selfplay.run import _refuse_finished
+    from selfplay.state import RunState
+    state = RunState(batch_size=256, step=340, samples_base=0, step_base=340, games_total=0, positions_total=0,
+                     games_at_start=0, next_pgn=10, seconds_base=5.9 * 60)
+    assert state.limit_reached(0, 6) is None and state.limit_reached(0, 5.5) == "max_minutes"
+    assert state.limit_reached(340, 0) == "max_steps" and state.limit_reached(341, 12) is None
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r", "max_minutes=5.5"])
+    with pytest.raises(RunError, match=r"already ran its max_minutes=5.5 \(5.9 minutes.*--set max_minutes=11"):
+        _refuse_finished(cfg, state)
+    _refuse_finished(load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r", "max_minutes=12"]), state)
+    six = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r"])  # the preset's 6 minutes
+    line = next(x for x in summary_lines(_summary(), six, Path("runs/r")) if x.startswith("resume it:"))
+    assert _cli("selfplay").parse_args(shlex.split(line.split(":", 1)[1])[2:]).overrides == ["max_minutes=12"]
