@@ -54,7 +54,7 @@ from selfplay.messages import EvalRequest, GpuFigures, ReplayStats, RunSummary, 
 from selfplay.parameter_store import ParameterStore
 from selfplay.progress import Progress
 from selfplay.sample_games import append_sample_game
-from selfplay.state import RunState
+from selfplay.state import RunState, limit_reached
 
 _LEARNER_MEMORY_FIX = "lower learner.batch_size, or raise driver_gpu_share (or learner.num_gpus with placement=actor)"
 
@@ -67,7 +67,7 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
     inputs = prepare.read_inputs(cfg, game, resume)  # before the run directory: a bad input leaves nothing behind
     start = prepare.open_run(cfg, game, inputs, resume)
     with start.checkpointer:
-        _refuse_finished(cfg, start.state)
+        _refuse_finished(cfg, int(start.state.step), start.seconds_total / 60)
         started_ray = cluster.init_ray(cfg, ray_address)
         progress = Progress(start.run_dir / "tb", cfg, show_progress)
         try:
@@ -83,14 +83,15 @@ def run(cfg: SelfPlayConfig, resume: bool = False, ray_address: str | None = Non
                 ray.shutdown()
 
 
-def _refuse_finished(cfg: SelfPlayConfig, state: RunState) -> None:
-    """A resumed run that already reached its limit (both count every session) stops here, in one line."""
-    reason = state.limit_reached(cfg.learner.max_steps, cfg.max_minutes)
+def _refuse_finished(cfg: SelfPlayConfig, step: int, minutes: float) -> None:
+    """A resumed run (at `step`, `minutes` of wall time in its earlier sessions) that already reached a
+    limit (both count every session) stops here, in one line."""
+    reason = limit_reached(step, minutes, cfg.learner.max_steps, cfg.max_minutes)
     if reason == "max_steps":
         raise RunError(f"run {cfg.name} already took its learner.max_steps={cfg.learner.max_steps} steps: "
                        f"raise it to continue, e.g. --resume --set learner.max_steps={2 * cfg.learner.max_steps}")
     if reason == "max_minutes":
-        raise RunError(f"run {cfg.name} already ran its max_minutes={cfg.max_minutes:g} ({state.hours() * 60:.1f} "
+        raise RunError(f"run {cfg.name} already ran its max_minutes={cfg.max_minutes:g} ({minutes:.1f} "
                        f"minutes, every session counted): raise it to continue, e.g. --resume --set "
                        f"max_minutes={2 * cfg.max_minutes:g}")
 

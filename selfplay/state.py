@@ -59,13 +59,8 @@ class RunState:
         return (self.seconds_base + time.monotonic() - self.started) / 3600
 
     def limit_reached(self, max_steps: int, max_minutes: float) -> Optional[StopReason]:
-        """The stop condition this run has met, if any: both limits count every session (a resumed
-        run finishes the budget an interruption cut short; raise a limit to extend a finished run)."""
-        if max_steps and self.step >= max_steps:
-            return "max_steps"
-        if max_minutes and self.hours() * 60 >= max_minutes:
-            return "max_minutes"
-        return None
+        """The stop condition this run has met, if any (limit_reached below)."""
+        return limit_reached(self.step, self.hours() * 60, max_steps, max_minutes)
 
     def steps_allowed(self, train_ratio: float) -> int:
         """Learner steps the train ratio allows beyond those taken or in flight."""
@@ -98,3 +93,14 @@ class RunState:
             return None
         t, positions, _ = self.warm
         return (self.positions_total - positions) / max((self.stopped or time.monotonic()) - t, 1e-9)
+
+
+def limit_reached(step: int, minutes: float, max_steps: int, max_minutes: float) -> Optional[StopReason]:
+    """The stop condition a run at `step` after `minutes` of wall time (every session) has met, if any:
+    both limits count every session, so a resumed run finishes the budget an interruption cut short
+    and a finished one needs a higher limit to go on (0: no limit)."""
+    if max_steps and step >= max_steps:
+        return "max_steps"
+    if max_minutes and minutes >= max_minutes:
+        return "max_minutes"
+    return None

@@ -119,8 +119,8 @@ def test_a_runs_limits_count_every_session_and_a_finished_run_says_how_to_extend
     assert state.limit_reached(340, 0) == "max_steps" and state.limit_reached(341, 12) is None
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r", "max_minutes=5.5"])
     with pytest.raises(RunError, match=r"already ran its max_minutes=5.5 \(5.9 minutes.*--set max_minutes=11"):
-        _refuse_finished(cfg, state)
-    _refuse_finished(load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r", "max_minutes=12"]), state)
+        _refuse_finished(cfg, 340, 5.9)
+    _refuse_finished(load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r", "max_minutes=12"]), 340, 5.9)
     six = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r"])  # the preset's 6 minutes
     line = next(x for x in summary_lines(_summary(), six, Path("runs/r")) if x.startswith("resume it:"))
     assert _cli("selfplay").parse_args(shlex.split(line.split(":", 1)[1])[2:]).overrides == ["max_minutes=12"]
