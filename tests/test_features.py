@@ -267,8 +267,12 @@ def test_a_network_without_history_reads_a_game_as_its_fen():
                                          history=history), spec)
         variables = net.init(jax.random.PRNGKey(0), obs[:1], train=False)
         outs[history] = net.apply(variables, obs, train=False)
-    np.testing.assert_array_equal(np.asarray(outs[False].policy_logits[0]), np.asarray(outs[False].policy_logits[1]))
-    np.testing.assert_array_equal(np.asarray(outs[False].value[0]), np.asarray(outs[False].value[1]))
-    assert not np.array_equal(np.asarray(outs[True].policy_logits[0]), np.asarray(outs[True].policy_logits[1]))
+    # equal to float32 rounding: XLA may compute two rows of a batch by different vector paths (a last-bit
+    # difference on some CPUs), while a network that reads history differs by orders of magnitude more
+    logits, values = np.asarray(outs[False].policy_logits), np.asarray(outs[False].value)
+    np.testing.assert_allclose(logits[0], logits[1], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(values[0], values[1], rtol=0, atol=1e-6)
+    with_history = np.asarray(outs[True].policy_logits)
+    assert np.max(np.abs(with_history[0] - with_history[1])) > 1e-3
     with pytest.raises(ValueError, match="network.history"):
         make_network(NetworkConfig(history=False), games.make("tic_tac_toe").spec)
