@@ -39,8 +39,8 @@ class EvaluationConfig:
     # check that they work, not a learning figure, so a few; each costs the evaluation a search per move)
     mate_puzzles: int = 50
     # chess: mateIn1 puzzles solved by the raw policy, one forward pass each (at most the 1,235 of the data): the
-    # mate the search's root checks find and self-play's targets teach first; an untrained policy mates in ~1
-    # of 35, so a rise within minutes needs ~1,000 to clear its interval (mateIn2's first move is learnt later)
+    # mate the search's root checks find and self-play's targets teach first; an untrained policy mates in a
+    # few %, so a rise within minutes needs ~1,000 to clear its interval (mateIn2's first move is learnt later)
     policy_mate_puzzles: int = 1000
     # chess: positions of the probe set (arena/batched/probe.py; at most 500) on which the raw policy and the search
     # are compared with Stockfish's best move and the value with its win probability; 0: none

@@ -138,7 +138,6 @@ def _plot_mates(ax, reports: list[EvalReport], field: MateField, label: str) -> 
     spans = [mates_interval(r, field) for r in reports]
     err = np.array([[m - 100 * s[0] if s else 0.0 for m, s in zip(mid, spans)],
                     [100 * s[1] - m if s else 0.0 for m, s in zip(mid, spans)]])
-    err = np.maximum(err, 0.0)  # matplotlib refuses a negative bar; a rate read back from text may sit a hair outside
     ax.errorbar(steps, mid, yerr=err, marker="o", capsize=3, color="tab:green" if field == "mates_policy" else "tab:blue")
     if spans and spans[0]:  # a later point whose interval clears this line has risen (learning.py)
         ax.axhline(100 * spans[0][1], ls="--", color="grey", lw=0.8, label=f"step {steps[0]}'s upper 95%")
