@@ -65,6 +65,8 @@ class NetworkConfig:
 def check_game(cfg: NetworkConfig, game: str) -> None:
     """Raises one ValueError line when `cfg` cannot read `game`'s observation (the config loader and
     `make_network` both ask, so a run fails before it starts and a library caller still hears)."""
+    if cfg.family == "chessformer" and game != "chess":
+        raise ValueError(f"the chessformer family plays chess only, not '{game}': use network.family=resnet")
     features.check(cfg.input_features, game)
     if not cfg.history:
         features.check_history(game)
@@ -126,8 +128,6 @@ def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
     if cfg.family == "resnet":
         body = ResNet(cfg.resnet, num_actions=game_spec.num_actions, chess_policy=game_spec.name == "chess")
     else:
-        if game_spec.name != "chess":
-            raise ValueError(f"the chessformer family plays chess only, not '{game_spec.name}'")
         # Same architecture, but read pgx's observation planes (and the game's features) and score
         # pgx's action ids.
         planes = game_spec.observation_shape[-1] + features.num_planes(cfg.input_features, game_spec.name)

@@ -1,7 +1,7 @@
 """Before the loop: what a run checks, reads and writes before its Ray actors play.
 
     envs = check_gpus(cfg, local)                  # GPUs a local run asks for and lacks: one line; each process's memory share
-    inputs = read_inputs(cfg, game, resume)        # opening book, ladder, anchor boards, init.network: read and checked before any file is written
+    inputs = read_inputs(cfg, game, resume)        # opening book, ladder, anchor boards, the network, init.network: read and checked before any file is written
     start = open_run(cfg, game, inputs, resume)    # runs/<name>/ with config.yaml, the learner's first state, the open checkpointer
     stats = reload_replay(replay, start.run_dir)   # the replay actor reads its chunk files
 
@@ -13,7 +13,7 @@ import errno
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import jax
 import ray
@@ -145,9 +145,11 @@ def memory_shares_line(cfg: SelfPlayConfig) -> str:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What a run reads from outside its directory, read before the directory exists."""
+    """What a run reads from outside its directory and the network it trains, made before the directory
+    exists."""
     opening_lines: tuple  # actors.opening_book's lines as pgx action arrays; () without a book
     anchors: Optional[AnchorSet]  # replay.anchor_records' boards; None when replay.anchor_fraction is 0
+    network: Any  # the flax module `network` builds for `game` (models.make_network)
     # init.network's weights: a fresh run's first network, and what learner.start_policy_weight keeps the
     # policy near (read on --resume for that alone); None: random weights from `seed`
     init_variables: Optional[dict] = None
@@ -157,7 +159,7 @@ def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
     """What the run reads and checks before its directory exists, so that a bad one leaves nothing
     behind: the opening book, the evaluator's ladder (`evaluation.engines`, else `game`'s), the
     anchor boards (`replay.anchor_records`: its first `anchor_boards` training boards, distill's
-    held-out games left out) and `init.network`'s weights (a warm start; on --resume only for
+    held-out games left out), the network `network` builds for `game`, and `init.network`'s weights (a warm start; on --resume only for
     learner.start_policy_weight, the checkpoint replacing them; one that cannot start this network is
     one line)."""
     lines = opening_lines(cfg)
@@ -181,7 +183,11 @@ def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
             variables = network_dir.variables_for(cfg.init.network, cfg.game, cfg.network)
         except (FileNotFoundError, ValueError) as e:
             raise RunError(f"init.network {cfg.init.network}: {e}") from None
-    return Inputs(lines, anchors, variables)
+    try:
+        net = make_network(cfg.network, game.spec)
+    except ValueError as e:
+        raise RunError(f"network: {e}") from None
+    return Inputs(lines, anchors, net, variables)
 
 
 def opening_lines(cfg: SelfPlayConfig) -> tuple:
@@ -207,15 +213,14 @@ class Start:
 
 
 def open_run(cfg: SelfPlayConfig, game, inputs: Inputs, resume: bool) -> Start:
-    """The run directory (prepare_run_dir) and the learner's first state: `network` with random weights
+    """The run directory (prepare_run_dir) and the learner's first state: `inputs.network` with random weights
     from `seed`, or `inputs.init_variables` (a warm start: init.network's weights, a fresh optimiser at
     step 0), or on --resume the newest readable checkpoint (params, optimiser, step, RNG, counters).
     These are the first parameters published."""
     run_dir = prepare_run_dir(cfg, resume)
-    net = make_network(cfg.network, game.spec)
     obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
     first = None if resume else inputs.init_variables  # on --resume the checkpoint's replace them
-    state = init_train_state(net, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), first)
+    state = init_train_state(inputs.network, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), first)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)
     try:
         restored = checkpointer.restore_latest(state) if resume else None

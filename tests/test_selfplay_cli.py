@@ -44,16 +44,18 @@ def _selfplay_cli():
     return cli.main
 
 
-@pytest.mark.parametrize("override,needle", [("learner.nope=1", "learner.nope"),
-                                             ("search.num_simulations=abc", "search.num_simulations")])
-def test_cli_config_error_is_one_line_exit_2(override, needle, tmp_path, capsys):
+@pytest.mark.parametrize("config,override,needle", [
+    ("chess_cpu", "learner.nope=1", "learner.nope"),
+    ("chess_cpu", "search.num_simulations=abc", "search.num_simulations"),
+    ("connect_four", "network.family=chessformer", "chessformer family plays chess only")])  # once a traceback after the run directory
+def test_cli_config_error_is_one_line_exit_2(config, override, needle, tmp_path, capsys):
     """In this process; the first case also through the real entry point."""
-    args = ["--config", str(ROOT / "configs/chess_cpu.yaml"), "--set", override, "--set", f"runs_dir={tmp_path}"]
+    args = ["--config", str(ROOT / f"configs/{config}.yaml"), "--set", override, "--set", f"runs_dir={tmp_path}"]
     assert _selfplay_cli()(args) == 2
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], err
-    assert not (tmp_path / "chess_cpu").exists()
+    assert not any(tmp_path.iterdir())  # nothing left behind
     if override == "learner.nope=1":
         r = subprocess.run([sys.executable, str(ROOT / "selfplay.py"), *args], capture_output=True, text=True,
                            cwd=ROOT, timeout=60)
