@@ -99,15 +99,17 @@ def test_sample_age_leaves_anchor_rows_out():
     assert float(figures["trained_won_by_rules"]) == 0.25 and float(figures["trained_capped"]) == 0.25
 
 
-def test_the_progress_line_names_the_anchor_share():
+def test_the_progress_line_names_the_anchor_share_and_the_drift_from_the_start():
     import types
 
     from selfplay.progress import health_text
     m = types.SimpleNamespace(value_std=0.2, value_active=0.5, value_explained=0.3, trained_won_by_rules=0.3,
                               trained_resigned=0.1, trained_capped=0.2, trained_drawn_by_rules=0.15, trained_adjudicated=0.0,
-                              sample_age=12.0)
+                              sample_age=12.0, start_kl=None)
     assert health_text(m).endswith("trained won/resigned/capped/drawn 30/10/20/15% + anchor 25%, age 12 steps")
     m.trained_drawn_by_rules = 0.4  # no anchor boards: the shares sum to 1
     assert "anchor" not in health_text(m) and "30/10/20/40%, age 12" in health_text(m)
     m.trained_drawn_by_rules, m.trained_adjudicated = 0.3, 0.1  # games scored by material: their own share
     assert health_text(m).endswith("30/10/20/30% + adjudicated 10%, age 12 steps")
+    m.start_kl = 0.0421  # learner.start_policy_weight: the drift it holds down
+    assert health_text(m).endswith("age 12 steps; policy KL from start 0.042")
