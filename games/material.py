@@ -2,6 +2,7 @@
 
 `balance(states)` [B]: the side to move's material minus its opponent's, in pawns (1 / 3 / 3 / 5 / 9;
 kings count 0), read from pgx's board (the side to move's pieces are positive there).
+`observation_balance(observation)` [B]: the same, read from pgx's chess observation (what the learner sees).
 `adjudicate(states, margin)` [B, 2]: rewards per pgx player id for a game stopped before the rules end
 it: +1 for the side at least `margin` pawns ahead, -1 for the other, 0 for both inside the margin.
 
@@ -26,6 +27,14 @@ def balance(states) -> jax.Array:
     board = pgx_internals.rule_state(states).board  # [B, 64], the side to move's pieces positive
     values = jnp.asarray(PIECE_VALUES, jnp.float32)[jnp.abs(board)]
     return jnp.sum(jnp.sign(board) * values, axis=-1)
+
+
+def observation_balance(observation) -> jax.Array:
+    """observation [B, 8, 8, 119] (pgx chess) -> [B] float32 the same balance as `balance`: its planes 0-5
+    are the side to move's pawns, knights, bishops, rooks, queens and king, 6-11 the opponent's."""
+    counts = jnp.sum(jnp.asarray(observation[..., :12], jnp.float32), axis=(1, 2))  # [B, 12]
+    values = jnp.asarray(PIECE_VALUES[1:], jnp.float32)  # pawn .. king
+    return counts[:, :6] @ values - counts[:, 6:] @ values
 
 
 def adjudicate(states, margin: float) -> jax.Array:

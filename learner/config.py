@@ -33,6 +33,12 @@ class LearnerConfig:
     # a warm run's penalty on drifting from where it started: + this x KL(start || policy) over each
     # batch's legal moves, start the policy of init.network's weights (the run's first network); 0: off
     start_policy_weight: float = 0.0
+    # chess: the value target leans on the board's material at first, a dense signal where early self-play
+    # games end by mates few positions explain: target = (1 - m) target + m tanh(0.184 x the side to move's
+    # material lead in pawns) (Lichess's win% curve), m this share at step 0, falling linearly to 0 at
+    # material_value_steps (0: held throughout); 0: off
+    material_value: float = 0.0
+    material_value_steps: int = 0
     # each position under a random board symmetry of its game (games/symmetry.py: connect four's mirror,
     # tic-tac-toe's and Go's eight; chess has none), drawn afresh at every step
     augment: bool = False
@@ -72,6 +78,9 @@ class LearnerConfig:
             raise ValueError("learner.q_ratio must be in [0, 1]")
         if not 0.0 <= self.q_ratio_after_explained < 1.0:
             raise ValueError(f"learner.q_ratio_after_explained must be in [0, 1) (0: off), got {self.q_ratio_after_explained:g}")
+        if not 0.0 <= self.material_value <= 1.0 or self.material_value_steps < 0:
+            raise ValueError(f"learner.material_value must be in [0, 1] and material_value_steps >= 0, got "
+                             f"{self.material_value:g} and {self.material_value_steps}")
         if self.q_ratio_after_explained > 0 and self.q_ratio == 0:
             raise ValueError("learner.q_ratio_after_explained gates learner.q_ratio, which is 0: set q_ratio > 0 "
                              "or leave q_ratio_after_explained at 0")

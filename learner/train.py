@@ -102,11 +102,20 @@ def legal_log_probs(policy_logits: jax.Array, legal_actions: jax.Array):
     return jax.nn.log_softmax(logits, axis=-1), legal_actions != slots.EMPTY
 
 
-def value_target(cfg: LearnerConfig, batch: Batch, v: jax.Array | None = None) -> jax.Array:
+def value_target(cfg: LearnerConfig, batch: Batch, v: jax.Array | None = None,
+                 material: MaterialTarget | None = None) -> jax.Array:
     """[B] the value head's target: z, or z mixed with the search's root value q (less noisy than a
     single game's result, and not a draw's 0 for every position of a drawn game). With
     `q_ratio_after_explained` > 0, q is mixed in only when the value v [B] (the network's, before the
-    step) explains at least that share of the batch's outcome variance; z alone otherwise."""
+    step) explains at least that share of the batch's outcome variance; z alone otherwise. `material`
+    (learner.material_value): that target mixed in at its share."""
+    target = _outcome_target(cfg, batch, v)
+    if material is None:
+        return target
+    return (1.0 - material.share) * target + material.share * material.value
+
+
+def _outcome_target(cfg: LearnerConfig, batch: Batch, v: jax.Array | None) -> jax.Array:
     z = jnp.asarray(batch.z).astype(jnp.float32)
     if cfg.q_ratio == 0.0:
         return z
@@ -119,6 +128,25 @@ def value_target(cfg: LearnerConfig, batch: Batch, v: jax.Array | None = None) -
         explained = explained_variance(z, jax.lax.stop_gradient(jnp.asarray(v, jnp.float32)))
         ratio = jnp.where(explained >= cfg.q_ratio_after_explained, ratio, 0.0)  # NaN (z all equal): z alone
     return (1.0 - ratio) * z + ratio * jnp.asarray(batch.q).astype(jnp.float32)
+
+
+# Lichess's win% curve: 2 P(win) - 1 = tanh(0.00368208 cp / 2), a pawn 100 cp
+MATERIAL_SLOPE = 0.00368208 * 100 / 2
+
+
+class MaterialTarget(NamedTuple):
+    """learner.material_value's part of a batch's value target."""
+
+    value: jax.Array  # [B] tanh(MATERIAL_SLOPE x the side to move's material lead in pawns)
+    share: jax.Array  # [] its weight at this step
+
+
+def material_target(cfg: LearnerConfig, lead: jax.Array, step: jax.Array) -> MaterialTarget:
+    """lead [B] in pawns, the learner's step -> the material target and its share at that step."""
+    share = jnp.float32(cfg.material_value)
+    if cfg.material_value_steps:
+        share = share * jnp.clip(1.0 - step / cfg.material_value_steps, 0.0, 1.0)
+    return MaterialTarget(jnp.tanh(MATERIAL_SLOPE * jnp.asarray(lead, jnp.float32)), share)
 
 
 def explained_variance(z: jax.Array, v: jax.Array) -> jax.Array:
@@ -156,16 +184,18 @@ def batch_figures(batch: Batch, step: jax.Array) -> dict[str, jax.Array]:
     return figures
 
 
-def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch, start: Any = None):
+def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch, start: Any = None,
+                     material: MaterialTarget | None = None):
     """Scalar loss, (new batch_stats, metrics dict). `start`: the run's first network's variables,
-    whose policy `cfg.start_policy_weight` keeps this one near (None: no such term)."""
+    whose policy `cfg.start_policy_weight` keeps this one near (None: no such term); `material`: the
+    value target's material part (learner.material_value; None: none)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                              train=True, mutable=["batch_stats", "intermediates"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
     policy_loss = cross_entropy.mean()
     z = jnp.asarray(batch.z).astype(jnp.float32)
-    value_loss = jnp.mean((value_target(cfg, batch, out.value) - out.value.astype(jnp.float32)) ** 2)
+    value_loss = jnp.mean((value_target(cfg, batch, out.value, material) - out.value.astype(jnp.float32)) ** 2)
     loss = policy_loss + cfg.value_weight * value_loss
     v = jax.lax.stop_gradient(out.value.astype(jnp.float32))
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,
@@ -193,13 +223,17 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
 
 
 def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transform, ...] = (),
-                    obs_spec: jax.ShapeDtypeStruct | None = None):
+                    obs_spec: jax.ShapeDtypeStruct | None = None, material_of: Any = None):
     """jitted (TrainState, batch, start=None) -> (TrainState, metrics incl. learning_rate, l2 norm);
     `start`: the variables of the run's first network, for `cfg.start_policy_weight`. With
     `cfg.augment`, each position of the batch (a NamedTuple) first goes under one of `transforms`,
     drawn from the state's RNG and step (a resumed run draws the same). `obs_spec`: one
-    position's shape and dtype, needed for batches of packed observations."""
+    position's shape and dtype, needed for batches of packed observations. `material_of`: observations
+    [B, *obs_shape] -> the side to move's material lead [B] in pawns (games.material), needed with
+    `cfg.material_value`."""
     optimizer = make_optimizer(cfg)
+    if cfg.material_value and material_of is None:
+        raise ValueError("learner.material_value needs the game's material (chess)")
     schedule = learning_rate(cfg)
     if cfg.augment and len(transforms) < 2:
         raise ValueError("learner.augment needs the game's board symmetries (games/symmetry.py); this game has none")
@@ -214,8 +248,10 @@ def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transfor
             key = jax.random.fold_in(jax.random.fold_in(state.rng, 0xA5), state.step)
             observation, legal = symmetry.augment(transforms, key, batch.observation, batch.legal_actions)
             batch = batch._replace(observation=observation, legal_actions=legal)
+        material = (material_target(cfg, material_of(batch.observation), state.step)
+                    if cfg.material_value else None)
         grad_fn = jax.grad(loss_and_metrics, has_aux=True)
-        grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch, start)
+        grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch, start, material)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics.update(batch_figures(batch, state.step))

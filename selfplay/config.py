@@ -132,6 +132,9 @@ class SelfPlayConfig:
         if self.learner.start_policy_weight and not self.init.network:
             raise ValueError("learner.start_policy_weight keeps the policy near init.network's: set init.network, "
                              "or leave it at 0")
+        if self.learner.material_value and self.game != "chess":
+            raise ValueError(f"learner.material_value reads chess material; {self.game} has none: "
+                             f"set learner.material_value=0")
         if self.actors.adjudicate_plies and self.game != "chess":
             raise ValueError(f"actors.adjudicate_plies scores a game by chess material; {self.game} has none: "
                              f"set actors.adjudicate_plies=0")
