@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from games import packing, symmetry
+from games import packing, symmetry, winprob
 from learner.config import LearnerConfig
 from models import VALUE_ACTIVE
 from search import slots
@@ -130,8 +130,8 @@ def _outcome_target(cfg: LearnerConfig, batch: Batch, v: jax.Array | None) -> ja
     return (1.0 - ratio) * z + ratio * jnp.asarray(batch.q).astype(jnp.float32)
 
 
-# Lichess's win% curve: 2 P(win) - 1 = tanh(0.00368208 cp / 2), a pawn 100 cp
-MATERIAL_SLOPE = 0.00368208 * 100 / 2
+# Lichess's win% curve (games.winprob): 2 P(win) - 1 = tanh(WIN_PROB_SLOPE cp / 2), a pawn 100 cp
+MATERIAL_SLOPE = winprob.WIN_PROB_SLOPE * 100 / 2
 
 
 class MaterialTarget(NamedTuple):
