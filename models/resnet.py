@@ -7,7 +7,8 @@ Policy head, chess: conv3x3-BN-ReLU then a 1x1 conv to 73 planes, flattened in p
 order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other games (or
 `policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
 Value head: 1x1 conv to `value_channels` planes (AlphaZero: 1), BN, ReLU, dense `value_hidden`, ReLU,
-dense 1, tanh. In training the share of the first ReLU's units that pass (over the batch) is sown as
+dense 1, tanh; with `value_input_skip`, a linear term of the input planes' board means (batch-normalised,
+zero at initialisation) joins that last dense before the tanh. In training the share of the first ReLU's units that pass (over the batch) is sown as
 `intermediates/value_active` (learner/train.py reports it; 0 is a dead head).
 Mixed precision (`compute_dtype: bfloat16`): convolutions, dense layers and activations run in bf16
 (GPU/TPU tensor cores); parameters, BatchNorm statistics and the outputs stay float32, so the
@@ -41,6 +42,10 @@ class ResNetConfig:
     # square must squeeze what it says about the result into a single number before the dense layer
     value_channels: int = 1
     wdl_head: bool = False  # also output win/draw/loss logits (Leela) beside the scalar value
+    # the value also reads each input plane's mean over the board through one linear term (zero at
+    # initialisation): piece counts, so material, which a trunk fitting a few hundred thousand boards
+    # learns slowly and generalises badly (docs/experiments/); not the WDL head
+    value_input_skip: bool = False
     # dtype of the convolutions, dense layers and activations; parameters, BatchNorm statistics and the
     # outputs stay float32. bfloat16 is for accelerators (tensor cores); on a CPU it changes little
     # (docs/experiments/2026-11-26-selfplay-cpu-precision-and-xla-flags.md)
@@ -130,6 +135,16 @@ def policy_head(x, make: Layers, chess_conv: bool, filters: int, num_actions: in
     return make.dense(num_actions)(p.reshape(x.shape[0], -1))
 
 
+def input_skip(obs, make: Layers):
+    """obs [B, H, W, C] -> [B, 1]: a linear function of each plane's board mean (a piece plane's: its count
+    / 64), batch-normalised so that every count moves at one scale; the weights start at zero, so a fresh
+    network's value is the head's alone. Made after every other layer (explicit names), so adding it
+    renames nothing."""
+    means = jnp.mean(obs, axis=(1, 2))  # [B, C]
+    means = nn.BatchNorm(use_running_average=not make.train, momentum=0.9, name="value_skip_bn")(means)
+    return nn.Dense(1, kernel_init=nn.initializers.zeros, name="value_skip")(means)
+
+
 class ResNet(nn.Module):
     """obs [B, *observation_shape] -> NetworkOutput(policy_logits [B, num_actions], value [B], wdl)."""
 
@@ -159,6 +174,9 @@ class ResNet(nn.Module):
         self.sow("intermediates", VALUE_ACTIVE, jnp.mean((v > 0).astype(jnp.float32)))
         v = nn.relu(v).reshape(batch, -1)
         v = nn.relu(make.dense(cfg.value_hidden)(v))
-        value = jnp.tanh(make.dense(1)(v).astype(jnp.float32))[:, 0]
+        pre = make.dense(1)(v).astype(jnp.float32)  # [B, 1]
+        if cfg.value_input_skip:
+            pre = pre + input_skip(obs.astype(jnp.float32), make)
+        value = jnp.tanh(pre)[:, 0]
         wdl = make.dense(3, name="wdl")(v).astype(jnp.float32) if cfg.wdl_head else None
         return NetworkOutput(policy.astype(jnp.float32), value, wdl)
