@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -40,7 +41,15 @@ from configs import load, to_dict
 from distill.dataset import best_move
 from distill.records import RecordStore
 from games import chess_bridge
-from learner import Checkpointer, data_parallel, init_train_state, legal_log_probs, make_train_step
+from learner import (
+    Checkpointer,
+    TrainMetrics,
+    ValueHealthMonitor,
+    data_parallel,
+    init_train_state,
+    legal_log_probs,
+    make_train_step,
+)
 from models import network_dir
 from replay import TrainingBatch
 from runtime import raise_if_stop_requested
@@ -207,7 +216,8 @@ def warm_start(cfg) -> dict:
     replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
     sample_obs = jnp.asarray(train.observation[:1], jnp.float32)
     with Checkpointer(out / "state", keep=2) as checkpoints:
-        state, spent = _start_or_resume(checkpoints, net, sp.learner, w, sample_obs)
+        state, spent, meta = _start_or_resume(checkpoints, net, sp.learner, w, sample_obs)
+        health, last = ValueHealthMonitor.from_meta(meta, check=VALUE_CHECK), None
         state = jax.device_put(state, replicated)
         start_step = int(state.step)
         lr, step_fn = None, None
@@ -228,13 +238,17 @@ def warm_start(cfg) -> dict:
                 compiled_at, compiled_step = time.time(), step
             if step % w.log_every == 0:
                 losses.append({k: float(metrics[k]) for k in ("loss", "policy_loss", "value_loss")})
+                last = TrainMetrics.of(jax.device_get(metrics))
+                warning = health.observe(step, last)
                 if w.progress:
                     print(f"warm-start step {step}: " + " ".join(f"{k} {v:.3f}" for k, v in losses[-1].items())
-                          + f" lr {float(metrics['learning_rate']):.4f}", flush=True)
+                          + f" value std {last.value_std:.3f} lr {last.learning_rate:.4f}", flush=True)
+                if warning:
+                    print(f"warm-start: {warning}", file=sys.stderr, flush=True)
             if w.checkpoint_minutes and time.time() - saved_at > 60 * w.checkpoint_minutes:
-                checkpoints.save(state, {"seconds": elapsed()})
+                checkpoints.save(state, {"seconds": elapsed(), **health.meta()})
                 saved_at = time.time()
-        checkpoints.save(state, {"seconds": elapsed()})
+        checkpoints.save(state, {"seconds": elapsed(), **health.meta()})
     jax.block_until_ready(state.params)
     rate = (step - compiled_step) / max(time.time() - compiled_at, 1e-9) if step > compiled_step else 0.0
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
@@ -253,11 +267,16 @@ def warm_start(cfg) -> dict:
                "examples_per_second": rate * w.batch_size, "train_boards": len(train),
                "successor_boards": len(train) - len(parents),
                "last": losses[-1] if losses else None,
-               "test": evaluate(net, variables, test), "train_sample": evaluate(net, variables, _head(parents))}
+               "test": evaluate(net, variables, test), "train_sample": evaluate(net, variables, _head(parents)),
+               "value_health": _health(health.summary(last))}
     (out / "warm_start.json").write_text(json.dumps(summary, indent=1))
     return summary
 
 
+# a value head that dies in a warm start does so in its first hundred steps (a seed at rate 0.02 on
+# 4x64, docs/experiments/): the run says so then, not after its hour
+VALUE_CHECK = ("a fresh start with another warm_start.seed or a lower warm_start.learning_rate (delete "
+               "warm_start.out_dir's state/ first) (docs/distill.md#warm-start-for-self-play)")
 LR_DROPS = (0.6, 0.85)  # fractions of the budget (max_steps or max_seconds) where the rate drops 10x
 
 
@@ -274,16 +293,20 @@ def _learner(base, w, lr: float):
 
 
 def _start_or_resume(checkpoints, net, learner, w, sample_obs):
-    """(TrainState, seconds spent): the newest checkpoint of out_dir/state and the training seconds
-    of the sessions before it, or a fresh state from `seed` and 0."""
+    """(TrainState, seconds spent, checkpoint meta): the newest checkpoint of out_dir/state, the
+    training seconds of the sessions before it and what it kept, or a fresh state from `seed`, 0, {}."""
     fresh = init_train_state(net, _learner(learner, w, w.learning_rate), sample_obs, jax.random.PRNGKey(w.seed))
     restored = checkpoints.restore_latest(fresh)
     if restored is None:
-        return fresh, 0.0
+        return fresh, 0.0, {}
     state, meta = restored
     spent = float(meta.get("seconds", 0.0))
     print(f"warm-start: resumed at step {int(state.step)} ({spent / 60:.1f} minutes spent)", flush=True)
-    return state, spent
+    return state, spent, meta
+
+
+def _health(health) -> dict | None:
+    return None if health is None else dataclasses.asdict(health)
 
 
 def _count(params) -> int:

@@ -54,12 +54,12 @@ def value_head_collapsing(steps_since_start: int, value_std: float, value_std_st
 
 
 def collapse_line(step: int, value_std: float, start_step: int, value_std_start: float,
-                  value_active: Optional[float]) -> str:
+                  value_active: Optional[float], check: str = CHECK) -> str:
     """The one-line warning, naming what to check."""
     share = f"{100 * value_std / value_std_start:.0f}%" if value_std_start > 0 else "-"
     units = "" if value_active is None else f", {100 * value_active:.0f}% of its units active"
     return (f"value head collapsing at step {step}: value std {value_std:.2g} ({share} of step {start_step}'s)"
-            f"{units}; {CHECK}")
+            f"{units}; {check}")
 
 
 @dataclasses.dataclass
@@ -71,13 +71,14 @@ class ValueHealthMonitor:
     value_active_start: Optional[float] = None
     warning: Optional[str] = None  # the line printed, once
     warning_step: Optional[int] = None
+    check: str = CHECK  # what the warning asks its reader to check (a warm start's keys differ)
 
     @classmethod
-    def from_meta(cls, meta: Mapping) -> "ValueHealthMonitor":
+    def from_meta(cls, meta: Mapping, check: str = CHECK) -> "ValueHealthMonitor":
         """The first figures a checkpoint's meta kept (`meta()`), or none (a new run, older checkpoints)."""
         kept = meta.get("value_health_start") or {}
         return cls(start_step=kept.get("step"), value_std_start=kept.get("value_std"),
-                   value_active_start=kept.get("value_active"))
+                   value_active_start=kept.get("value_active"), check=check)
 
     def meta(self) -> dict:
         """What a checkpoint keeps so a resumed run compares with the run's start, not its own."""
@@ -99,7 +100,8 @@ class ValueHealthMonitor:
                                                           self.value_std_start, metrics.value_active,
                                                           metrics.value_explained):
             self.warning, self.warning_step = collapse_line(
-                step, metrics.value_std, self.start_step, self.value_std_start, metrics.value_active), step
+                step, metrics.value_std, self.start_step, self.value_std_start, metrics.value_active,
+                self.check), step
             return self.warning
         return None
 

@@ -28,14 +28,14 @@ BOARDS = [("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "a1a8"),
 TINY = "game: chess\nnetwork:\n  family: resnet\n  resnet: {num_blocks: 1, filters: 8, value_hidden: 8}\n"
 
 
-def _records(path, copies: int = 1):
+def _records(path, copies: int = 1, board_values=(0.95,) * len(BOARDS)):
     with ShardWriter(path) as w:
         for c in range(copies):
             for i, (fen, best) in enumerate(BOARDS):
                 moves = [m.uci() for m in chess.Board(fen).legal_moves]
                 values = [0.95 if m == best else 0.3 for m in moves]
                 w.write({"fen": fen, "game": f"g#{c}-{i}", "ply": 0, "moves": moves, "values": values,
-                         "value": 0.95})
+                         "value": board_values[i]})
 
 
 def test_policy_target_one_hot_and_softmax():
@@ -78,6 +78,7 @@ def test_warm_start_learns_the_best_moves(distilled):
     assert summary["train_sample"]["move_accuracy"] == 1.0
     assert summary["test"]["move_accuracy"] == 1.0
     assert summary["train_sample"]["value_mse"] < 0.1
+    assert summary["value_health"]["start_step"] == 100 and summary["value_health"]["warning"] is None
 
 
 def test_a_run_starts_from_the_distilled_weights(distilled):
@@ -140,6 +141,22 @@ def test_a_warm_run_holding_its_policy_near_the_start_reads_the_start_on_resume_
     jax.tree.map(np.testing.assert_array_equal, resumed["params"], saved.variables["params"])
     plain = dataclasses.replace(cfg, learner=dataclasses.replace(cfg.learner, start_policy_weight=0.0))
     assert read_inputs(plain, game, resume=True).init_variables is None
+
+
+def test_a_warm_start_whose_value_head_dies_says_so_and_how_to_start_again(tmp_path, capsys):
+    """A rate that saturates the value's tanh (v the same for boards valued 0.1 to 0.9): one line on
+    stderr once 200 steps have passed the first figures, and the warning in warm_start.json."""
+    _records(tmp_path / "rec", copies=8, board_values=(0.9, 0.1, 0.5, 0.6))
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    cfg = load(DistillConfig, None, [
+        f"data.records={tmp_path / 'rec'}", "data.test_fraction=0.25", f"warm_start.selfplay={tmp_path / 'tiny.yaml'}",
+        f"warm_start.out_dir={tmp_path / 'ws'}", "warm_start.batch_size=16", "warm_start.max_steps=230",
+        "warm_start.learning_rate=5", "warm_start.log_every=20", "warm_start.progress=false"])
+    health = warm_start(cfg)["value_health"]
+    err = capsys.readouterr().err
+    assert health["start_step"] == 20 and health["warning_step"] == 220 and health["value_std"] < 1e-3
+    assert err.count("value head collapsing") == 1 and "warm_start.learning_rate" in err
+    assert health["warning"] in err
 
 
 def test_an_interrupted_warm_start_resumes_where_it_stopped(distilled):
