@@ -157,18 +157,10 @@ def test_unknown_compute_dtype_is_a_one_line_config_error():
 
 def _chess_obs(n: int, seed: int) -> np.ndarray:
     """Observations of positions of random games: captures leave every kind of material imbalance."""
-    import random
+    from test_material import random_positions
 
     from games import chess_bridge
-    rng, fens = random.Random(seed), []
-    while len(fens) < n:
-        board = chess.Board()
-        for _ in range(rng.randrange(10, 120)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-        fens.append(board.fen())
+    fens = [board.fen() for board in random_positions(n, seed)]
     return np.asarray(games.make("chess").observe(chess_bridge.fens_to_states(fens)))
 
 
