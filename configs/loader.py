@@ -217,6 +217,7 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
+        value = _expand_home(value)
         node = tree
         parts = key.split(".")
         for part in parts[:-1]:
@@ -225,6 +226,16 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
                 raise ConfigError(f"override '{item}' conflicts with another override")
         node[parts[-1]] = value
     return tree
+
+
+def _expand_home(value: Any) -> Any:
+    """"~/runs" -> "/home/me/runs" (in a list too): the shell leaves a `--set key=~/path` alone, since a
+    dotted key is not a variable name, and a path under the home directory is what was meant."""
+    if isinstance(value, str) and value.startswith("~/"):
+        return os.path.expanduser(value)
+    if isinstance(value, list):
+        return [_expand_home(v) for v in value]
+    return value
 
 
 def _merge(base: dict, extra: Mapping) -> dict:

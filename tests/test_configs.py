@@ -125,6 +125,13 @@ def test_parse_overrides_yaml_scalars():
         "a": {"b": 1, "c": [1, 2]}, "d": True, "e": "hello"}
 
 
+def test_an_override_path_under_home_is_expanded(monkeypatch, tmp_path):
+    """bash expands ~ only after a variable name's =, never after `annotate.out_dir=`."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert parse_overrides(["a.out=~/runs/x", "a.list=[~/p.pgn, q.pgn]", "a.plain=x~/y"]) == {
+        "a": {"out": f"{tmp_path}/runs/x", "list": [f"{tmp_path}/p.pgn", "q.pgn"], "plain": "x~/y"}}
+
+
 def _numeric_keys(tree: dict, prefix: str = ""):
     for key, value in tree.items():
         if isinstance(value, dict):
