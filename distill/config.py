@@ -136,6 +136,9 @@ class WarmStartConfig:
     selfplay: str = "configs/chess_cpu.yaml"  # self-play preset whose network (and learner loss) is trained
     selfplay_set: tuple[str, ...] = ()  # overrides of that preset, e.g. [network.family=chessformer]
     out_dir: str = "runs/distill/warm_start"  # network/ (what selfplay's init.network reads), warm_start.json
+    # a network directory to continue from (a fresh optimiser at step 0) instead of random weights: its
+    # shape, or grown by options that start at zero (network.resnet.value_input_skip); "": random
+    init_network: str = ""
     batch_size: int = 256  # boards per step
     # SGD + momentum, as the self-play learner; 10x lower from 60% and again from 85% of the budget
     # (max_steps or max_seconds, whichever ends the run first)

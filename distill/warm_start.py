@@ -216,7 +216,7 @@ def warm_start(cfg) -> dict:
     replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
     sample_obs = jnp.asarray(train.observation[:1], jnp.float32)
     with Checkpointer(out / "state", keep=2) as checkpoints:
-        state, spent, meta = _start_or_resume(checkpoints, net, sp.learner, w, sample_obs)
+        state, spent, meta = _start_or_resume(checkpoints, net, sp, w, sample_obs)
         health, last = ValueHealthMonitor.from_meta(meta, check=VALUE_CHECK), None
         state = jax.device_put(state, replicated)
         start_step = int(state.step)
@@ -252,13 +252,15 @@ def warm_start(cfg) -> dict:
     jax.block_until_ready(state.params)
     rate = (step - compiled_step) / max(time.time() - compiled_at, 1e-9) if step > compiled_step else 0.0
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
-    metadata = {"warm_start": {"records": str(d.records), "steps": step, "train_boards": len(train),
+    metadata = {"warm_start": {"records": str(d.records), "init_network": w.init_network, "steps": step,
+                               "train_boards": len(train),
                                "successor_boards": w.successor_boards,
                                "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
                                "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
                 "search": to_dict(sp.search)}  # mcts:net= plays the preset's search, as a run's network
     network_dir.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
-    summary = {"network": str(out / "network"), "selfplay": w.selfplay, "selfplay_set": list(w.selfplay_set),
+    summary = {"network": str(out / "network"), "init_network": w.init_network, "selfplay": w.selfplay,
+               "selfplay_set": list(w.selfplay_set),
                "family": sp.network.family, "parameters": _count(variables["params"]), "steps": step,
                "new_steps": step - start_step, "final_learning_rate": lr,
                "devices": replicated.mesh.size,
@@ -292,10 +294,12 @@ def _learner(base, w, lr: float):
     return dataclasses.replace(base, batch_size=w.batch_size, lr_values=(lr,), lr_boundaries=(), q_ratio=0.0)
 
 
-def _start_or_resume(checkpoints, net, learner, w, sample_obs):
+def _start_or_resume(checkpoints, net, sp, w, sample_obs):
     """(TrainState, seconds spent, checkpoint meta): the newest checkpoint of out_dir/state, the
     training seconds of the sessions before it and what it kept, or a fresh state from `seed`, 0, {}."""
-    fresh = init_train_state(net, _learner(learner, w, w.learning_rate), sample_obs, jax.random.PRNGKey(w.seed))
+    key = jax.random.PRNGKey(w.seed)
+    fresh = init_train_state(net, _learner(sp.learner, w, w.learning_rate), sample_obs, key,
+                             _init_variables(w, net, sp, sample_obs, key))
     restored = checkpoints.restore_latest(fresh)
     if restored is None:
         return fresh, 0.0, {}
@@ -303,6 +307,17 @@ def _start_or_resume(checkpoints, net, learner, w, sample_obs):
     spent = float(meta.get("seconds", 0.0))
     print(f"warm-start: resumed at step {int(state.step)} ({spent / 60:.1f} minutes spent)", flush=True)
     return state, spent, meta
+
+
+def _init_variables(w, net, sp, sample_obs, key) -> dict | None:
+    """warm_start.init_network's variables for `net` (None: random weights); a bad one is one line."""
+    if not w.init_network:
+        return None
+    fresh = lambda: net.init(jax.random.split(key)[0], sample_obs, train=False)  # noqa: E731
+    try:
+        return network_dir.variables_for(w.init_network, sp.game, sp.network, fresh)
+    except (FileNotFoundError, ValueError) as e:
+        raise ValueError(f"warm_start.init_network {w.init_network}: {e}") from None
 
 
 def _health(health) -> dict | None:

@@ -15,12 +15,14 @@ naming the file and the problem.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import flax.serialization
+import flax.traverse_util
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -117,16 +119,50 @@ def save(directory: str | os.PathLike, cfg: NetworkConfig, variables: Any, game:
     return directory
 
 
-def variables_for(directory: str | os.PathLike, game: str, cfg: NetworkConfig) -> dict:
+# options that add parameters initialised to change nothing (the value skip's Dense starts at zero):
+# a network without them can start a network with them, the added parameters at their fresh values
+GROWING_OPTIONS = {"resnet": ("value_input_skip",)}
+
+
+def variables_for(directory: str | os.PathLike, game: str, cfg: NetworkConfig,
+                  fresh: Optional[Callable[[], dict]] = None) -> dict:
     """The variables (params, batch_stats) of the network directory `directory` to start a network of
-    `cfg` playing `game` from; ValueError in one line if it plays another game or has another shape."""
+    `cfg` playing `game` from; ValueError in one line if it plays another game or has another shape.
+    With `fresh` (the new network's initial variables, made on demand), `cfg` may also be the stored
+    network grown by GROWING_OPTIONS: its variables then, every stored one replaced by the directory's."""
     ckpt = load(directory)
     if ckpt.game != game:
         raise ValueError(f"plays {ckpt.game or 'no pgx game'}, this run plays {game}: start from a network of this game")
-    if ckpt.config.architecture() != cfg.architecture():
-        raise ValueError(f"is a {ckpt.config.describe()}, the run's network a {cfg.describe()}: "
-                         "set network.* as in its network.yaml, or start from a network of this shape")
-    return {"params": ckpt.variables["params"], "batch_stats": ckpt.variables.get("batch_stats", {})}
+    stored = {"params": ckpt.variables["params"], "batch_stats": ckpt.variables.get("batch_stats", {})}
+    if ckpt.config.architecture() == cfg.architecture():
+        return stored
+    if fresh is not None and grows(ckpt.config, cfg):
+        return graft(stored, fresh())
+    growing = ", ".join(f"network.{f}.{o}" for f, opts in GROWING_OPTIONS.items() for o in opts)
+    raise ValueError(f"is a {ckpt.config.describe()}, the run's network a {cfg.describe()}: "
+                     f"set network.* as in its network.yaml (only {growing} may be switched on), "
+                     "or start from a network of this shape")
+
+
+def grows(old: NetworkConfig, new: NetworkConfig) -> bool:
+    """Whether `new` is `old` with some of GROWING_OPTIONS switched on and nothing else changed."""
+    if old.family != new.family:
+        return False
+    reverted = {o: getattr(getattr(old, old.family), o) for o in GROWING_OPTIONS.get(new.family, ())}
+    sub = dataclasses.replace(getattr(new, new.family), **reverted)
+    return dataclasses.replace(new, **{new.family: sub}).architecture() == old.architecture()
+
+
+def graft(stored: dict, fresh: dict) -> dict:
+    """`fresh` variables with every leaf `stored` also holds replaced by its stored value (shapes must
+    agree: ValueError naming the first that does not, or a stored leaf `fresh` lacks)."""
+    flat = flax.traverse_util.flatten_dict(jax.device_get(fresh))
+    for path, value in flax.traverse_util.flatten_dict(stored).items():
+        if path not in flat or np.shape(flat[path]) != np.shape(value):
+            raise ValueError(f"holds {'/'.join(path)} {np.shape(value)}, which the grown network "
+                             f"{'has as ' + str(np.shape(flat[path])) if path in flat else 'lacks'}")
+        flat[path] = value
+    return flax.traverse_util.unflatten_dict(flat)
 
 
 def _read_header(path: Path) -> dict:

@@ -7,6 +7,7 @@ import chess
 import jax
 import numpy as np
 import pytest
+from flax.traverse_util import flatten_dict
 
 import games
 import models
@@ -307,3 +308,44 @@ def _after(fen: str, move: str) -> str:
     board = chess.Board(fen)
     board.push_uci(move)
     return board.fen()
+
+
+def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled):
+    """warm_start.init_network: the directory's weights (a fresh optimiser at step 0), with the value
+    skip switched on its parameters added at zero, so the grown network plays exactly as the stored
+    one until it trains; another shape is one line."""
+    tmp, summary = distilled
+    stored = models.network_dir.load(summary["network"])
+    base = [f"data.records={tmp / 'rec'}", "data.test_fraction=0.25", f"warm_start.selfplay={tmp / 'tiny.yaml'}",
+            f"warm_start.init_network={summary['network']}", "warm_start.batch_size=16", "warm_start.max_steps=0",
+            "warm_start.progress=false"]
+    grown = warm_start(load(DistillConfig, None, base + [
+        f"warm_start.out_dir={tmp / 'grown'}", "warm_start.selfplay_set=[network.resnet.value_input_skip=true]"]))
+    assert grown["init_network"] == summary["network"] and grown["steps"] == 0
+    net = models.network_dir.load(grown["network"])
+    assert net.config.resnet.value_input_skip and not stored.config.resnet.value_input_skip
+    assert not np.any(net.variables["params"]["value_skip"]["kernel"])
+    obs = games.make("chess").observe(jax.tree.map(lambda x: x[None], fen_to_state(BOARDS[2][0])))
+    for a, b in zip(net.module().apply(net.variables, obs, train=False),
+                    stored.module().apply(stored.variables, obs, train=False)):
+        if a is not None:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
+    with pytest.raises(ValueError, match="warm_start.init_network.*filters=8.*filters=16.*value_input_skip may be"):
+        warm_start(load(DistillConfig, None, base + [f"warm_start.out_dir={tmp / 'wider'}",
+                                                     "warm_start.selfplay_set=[network.resnet.filters=16]"]))
+    continued = warm_start(load(DistillConfig, None, base + [f"warm_start.out_dir={tmp / 'continued'}",
+                                                             "warm_start.max_steps=20"]))
+    assert continued["test"]["move_accuracy"] == 1.0  # from the trained weights, not random ones
+
+
+def test_a_run_may_grow_the_value_skip_on_the_network_it_starts_from(distilled):
+    tmp, summary = distilled
+    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false",
+                                                        "network.resnet.value_input_skip=true"])
+    grown = flatten_dict(read_inputs(cfg, games.make("chess")).init_variables)
+    stored = flatten_dict(models.network_dir.load(summary["network"]).variables)
+    for path, value in stored.items():
+        np.testing.assert_array_equal(grown[path], value)
+    added = set(grown) - set(stored)
+    assert {p[:2] for p in added} == {("params", "value_skip"), ("params", "value_skip_bn"), ("batch_stats", "value_skip_bn")}
+    assert not np.any(grown["params", "value_skip", "kernel"])
