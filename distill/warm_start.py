@@ -257,7 +257,7 @@ def warm_start(cfg) -> dict:
                                "successor_boards": w.successor_boards,
                                "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
                                "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
-                "search": to_dict(sp.search)}  # mcts:net= plays the preset's search, as a run's network
+                "search": _recorded_search(w, sp)}
     network_dir.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
     summary = {"network": str(out / "network"), "init_network": w.init_network, "selfplay": w.selfplay,
                "selfplay_set": list(w.selfplay_set),
@@ -318,6 +318,16 @@ def _init_variables(w, net, sp, sample_obs, key) -> dict | None:
         return network_dir.variables_for(w.init_network, sp.game, sp.network, fresh)
     except (FileNotFoundError, ValueError) as e:
         raise ValueError(f"warm_start.init_network {w.init_network}: {e}") from None
+
+
+def _recorded_search(w, sp) -> dict:
+    """The search `mcts:net=` plays the network with: init_network's recorded one (a continued network
+    plays as it did), else the preset's, as a run's network."""
+    if w.init_network:
+        search = network_dir.load(w.init_network).metadata.get("search")
+        if search:
+            return search
+    return to_dict(sp.search)
 
 
 def _health(health) -> dict | None:

@@ -316,12 +316,15 @@ def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled)
     one until it trains; another shape is one line."""
     tmp, summary = distilled
     stored = models.network_dir.load(summary["network"])
+    search = {**stored.metadata["search"], "num_simulations": 123}  # as a shipped network records its own
+    models.network_dir.save(tmp / "shipped", stored.config, stored.variables, game="chess",
+                            metadata={**stored.metadata, "search": search})
     base = [f"data.records={tmp / 'rec'}", "data.test_fraction=0.25", f"warm_start.selfplay={tmp / 'tiny.yaml'}",
-            f"warm_start.init_network={summary['network']}", "warm_start.batch_size=16", "warm_start.max_steps=0",
+            f"warm_start.init_network={tmp / 'shipped'}", "warm_start.batch_size=16", "warm_start.max_steps=0",
             "warm_start.progress=false"]
     grown = warm_start(load(DistillConfig, None, base + [
         f"warm_start.out_dir={tmp / 'grown'}", "warm_start.selfplay_set=[network.resnet.value_input_skip=true]"]))
-    assert grown["init_network"] == summary["network"] and grown["steps"] == 0
+    assert grown["init_network"] == str(tmp / "shipped") and grown["steps"] == 0
     net = models.network_dir.load(grown["network"])
     assert net.config.resnet.value_input_skip and not stored.config.resnet.value_input_skip
     assert not np.any(net.variables["params"]["value_skip"]["kernel"])
@@ -336,6 +339,7 @@ def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled)
     continued = warm_start(load(DistillConfig, None, base + [f"warm_start.out_dir={tmp / 'continued'}",
                                                              "warm_start.max_steps=20"]))
     assert continued["test"]["move_accuracy"] == 1.0  # from the trained weights, not random ones
+    assert net.metadata["search"] == search  # it plays as the network it continues
 
 
 def test_a_run_may_grow_the_value_skip_on_the_network_it_starts_from(distilled):
