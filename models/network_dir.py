@@ -148,7 +148,10 @@ def grows(old: NetworkConfig, new: NetworkConfig) -> bool:
     """Whether `new` is `old` with some of GROWING_OPTIONS switched on and nothing else changed."""
     if old.family != new.family:
         return False
-    reverted = {o: getattr(getattr(old, old.family), o) for o in GROWING_OPTIONS.get(new.family, ())}
+    options = GROWING_OPTIONS.get(new.family, ())
+    if any(getattr(getattr(old, old.family), o) and not getattr(getattr(new, new.family), o) for o in options):
+        return False  # switched off: the stored parameters would have nowhere to go
+    reverted = {o: getattr(getattr(old, old.family), o) for o in options}
     sub = dataclasses.replace(getattr(new, new.family), **reverted)
     return dataclasses.replace(new, **{new.family: sub}).architecture() == old.architecture()
 
