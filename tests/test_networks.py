@@ -30,7 +30,8 @@ def test_a_shipped_network_loads_and_plays_legal_moves_through_uci(net_dir):
     network = network_dir.load(net_dir)  # raises on a changed byte (sha256) or a config that does not fit
     assert network.game == "chess" and (net_dir / "README.md").is_file()  # and its model card
     engine = chess.engine.SimpleEngine.popen_uci(
-        [sys.executable, str(ROOT / "uci.py"), "--agent", f"mcts:net={net_dir.relative_to(ROOT)}"], cwd=ROOT)
+        [sys.executable, str(ROOT / "uci.py"), "--agent", f"mcts:net={net_dir.relative_to(ROOT)}"], cwd=ROOT,
+        timeout=120)  # python-chess waits 10 s for uciok: a loaded 2-core machine can take longer to start
     try:
         board = chess.Board()
         for _ in range(6):
