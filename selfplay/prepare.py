@@ -183,17 +183,13 @@ def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
         raise RunError(f"network: {e}") from None
     variables = None
     if cfg.init.network and (not resume or cfg.learner.start_policy_weight):
-        fresh = lambda: net.init(jax.random.PRNGKey(cfg.seed), first_observation(game, cfg.seed), train=False)  # noqa: E731
+        obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
+        fresh = lambda: net.init(jax.random.PRNGKey(cfg.seed), obs, train=False)  # noqa: E731
         try:
             variables = network_dir.variables_for(cfg.init.network, cfg.game, cfg.network, fresh)
         except (FileNotFoundError, ValueError) as e:
             raise RunError(f"init.network {cfg.init.network}: {e}") from None
     return Inputs(lines, anchors, net, variables)
-
-
-def first_observation(game, seed: int) -> jax.Array:
-    """[1, *obs_shape] the observation of one initial state: what fixes a network's shapes."""
-    return game.observe(game.init(jax.random.split(jax.random.PRNGKey(seed), 1)))
 
 
 def opening_lines(cfg: SelfPlayConfig) -> tuple:
@@ -224,7 +220,7 @@ def open_run(cfg: SelfPlayConfig, game, inputs: Inputs, resume: bool) -> Start:
     step 0), or on --resume the newest readable checkpoint (params, optimiser, step, RNG, counters).
     These are the first parameters published."""
     run_dir = prepare_run_dir(cfg, resume)
-    obs0 = first_observation(game, cfg.seed)
+    obs0 = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
     first = None if resume else inputs.init_variables  # on --resume the checkpoint's replace them
     state = init_train_state(inputs.network, cfg.learner, obs0, jax.random.PRNGKey(cfg.seed), first)
     checkpointer = Checkpointer(run_dir / "checkpoints", cfg.learner.keep_checkpoints)

@@ -311,9 +311,7 @@ def _after(fen: str, move: str) -> str:
 
 
 def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled):
-    """warm_start.init_network: the directory's weights (a fresh optimiser at step 0), with the value
-    skip switched on its parameters added at zero, so the grown network plays exactly as the stored
-    one until it trains; another shape is one line."""
+    """warm_start.init_network: its weights; the value skip grown on plays as the stored network."""
     tmp, summary = distilled
     stored = models.network_dir.load(summary["network"])
     search = {**stored.metadata["search"], "num_simulations": 123}  # as a shipped network records its own
@@ -324,15 +322,13 @@ def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled)
             "warm_start.progress=false"]
     grown = warm_start(load(DistillConfig, None, base + [
         f"warm_start.out_dir={tmp / 'grown'}", "warm_start.selfplay_set=[network.resnet.value_input_skip=true]"]))
-    assert grown["init_network"] == str(tmp / "shipped") and grown["steps"] == 0
     net = models.network_dir.load(grown["network"])
+    assert grown["init_network"] == str(tmp / "shipped") and grown["steps"] == 0
     assert net.config.resnet.value_input_skip and not stored.config.resnet.value_input_skip
-    assert not np.any(net.variables["params"]["value_skip"]["kernel"])
     obs = games.make("chess").observe(jax.tree.map(lambda x: x[None], fen_to_state(BOARDS[2][0])))
     for a, b in zip(net.module().apply(net.variables, obs, train=False),
                     stored.module().apply(stored.variables, obs, train=False)):
-        if a is not None:
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6) if a is not None else None
     with pytest.raises(ValueError, match="warm_start.init_network.*filters=8.*filters=16.*value_input_skip may be"):
         warm_start(load(DistillConfig, None, base + [f"warm_start.out_dir={tmp / 'wider'}",
                                                      "warm_start.selfplay_set=[network.resnet.filters=16]"]))
@@ -344,12 +340,11 @@ def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled)
 
 def test_a_run_may_grow_the_value_skip_on_the_network_it_starts_from(distilled):
     tmp, summary = distilled
-    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false",
-                                                        "network.resnet.value_input_skip=true"])
-    grown = flatten_dict(read_inputs(cfg, games.make("chess")).init_variables)
+    grown = flatten_dict(read_inputs(load(SelfPlayConfig, str(tmp / "tiny.yaml"), [
+        f"init.network={summary['network']}", "network.history=false", "network.resnet.value_input_skip=true"]),
+        games.make("chess")).init_variables)
     stored = flatten_dict(models.network_dir.load(summary["network"]).variables)
-    for path, value in stored.items():
-        np.testing.assert_array_equal(grown[path], value)
-    added = set(grown) - set(stored)
-    assert {p[:2] for p in added} == {("params", "value_skip"), ("params", "value_skip_bn"), ("batch_stats", "value_skip_bn")}
+    [np.testing.assert_array_equal(grown[path], value) for path, value in stored.items()]
+    assert {p[:2] for p in set(grown) - set(stored)} == {("params", "value_skip"), ("params", "value_skip_bn"),
+                                                         ("batch_stats", "value_skip_bn")}
     assert not np.any(grown["params", "value_skip", "kernel"])
