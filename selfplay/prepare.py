@@ -183,8 +183,8 @@ def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
         raise RunError(f"network: {e}") from None
     variables = None
     if cfg.init.network and (not resume or cfg.learner.start_policy_weight):
-        obs = game.observe(game.init(jax.random.split(jax.random.PRNGKey(cfg.seed), 1)))
-        fresh = lambda: net.init(jax.random.PRNGKey(cfg.seed), obs, train=False)  # noqa: E731
+        key = jax.random.PRNGKey(cfg.seed)  # the grown network's fresh variables, made only if needed
+        fresh = lambda: net.init(key, game.observe(game.init(jax.random.split(key, 1))), train=False)  # noqa: E731
         try:
             variables = network_dir.variables_for(cfg.init.network, cfg.game, cfg.network, fresh)
         except (FileNotFoundError, ValueError) as e:
