@@ -1,5 +1,6 @@
 """Games and matches: PGN validity, both colours per opening, adjudication, SPRT stopping, pool."""
 import dataclasses
+import fcntl
 import io
 import json
 
@@ -72,6 +73,20 @@ def test_random_vs_random_from_the_book_writes_valid_pgn(tmp_path):
     assert sum(p["pentanomial"]) == 3
     assert {r["name"] for r in data["ratings"]["table"]} == {"random:seed=1", "rnd2"}
 
+
+
+def test_a_second_match_on_a_pgn_being_written_stops_before_playing(tmp_path):
+    # two matches appending to one PGN cannot be told apart afterwards: the second stops in one line
+    pgn = tmp_path / "m.pgn"
+    pgn.write_text("")
+    cfg = MatchConfig(players=("random:seed=1", "random:seed=2"), games=2, book=BOOK, pgn_path=str(pgn))
+    with open(pgn, "a") as held:  # another open file description: the lock of a match still playing
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ValueError, match="another match that is still playing"):
+            run_match(cfg, progress=False)
+    assert pgn.read_text() == ""
+    assert run_match(cfg, progress=False)["games_played"] == 2  # the lock went with its holder
+    assert len(_games(pgn)) == 2
 
 def test_ply_cap_and_epd_start(tmp_path):
     opening = Book(EPD_BOOK)[10]

@@ -8,12 +8,16 @@ Every opening is played twice per pairing, once with each colour (so `games` rou
 even number), which also gives the pentanomial pairs for the Elo interval and the SPRT.
 Games run in a process pool (`workers` > 1, spawn start: JAX and engines do not survive fork);
 each worker builds its agents once and reuses them. Each finished game is appended to the PGN
-file at once, so an interrupted match loses nothing that was played.
+file at once, so an interrupted match loses nothing that was played. The match holds a lock on its
+PGN file while it plays: a second match given the same file stops in one line before its first game
+(two matches appending to one PGN cannot be told apart afterwards).
 """
 from __future__ import annotations
 
 import concurrent.futures as futures
+import contextlib
 import dataclasses
+import fcntl
 import json
 import math
 import multiprocessing
@@ -246,9 +250,32 @@ def run_match(cfg: MatchConfig, on_game: Callable[[Standings, PlayedGame], None]
     pairings, tasks = schedule(cfg)
     standings = Standings(names, pairings)
     limit = cfg.limit()
-    if cfg.pgn_path:  # made before the first game: a path that cannot be written fails at once
-        Path(cfg.pgn_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(cfg.pgn_path).touch()
+    with _pgn_lock(cfg.pgn_path):
+        return _play(cfg, names, pairings, tasks, standings, limit, on_game, progress)
+
+
+@contextlib.contextmanager
+def _pgn_lock(pgn_path: str | None):
+    """The PGN file made (a path that cannot be written fails at once) and locked for the match; a
+    match already writing it is a ValueError line. The kernel drops the lock when the process ends,
+    so a killed match leaves none behind."""
+    if not pgn_path:
+        yield
+        return
+    Path(pgn_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(pgn_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{pgn_path} is being written by another match that is still playing: "
+                             "give this one another --out (or wait for that one to end)") from None
+        yield
+
+
+def _play(cfg: MatchConfig, names: list[str], pairings: list[tuple[int, int]], tasks: list[Task],
+          standings: Standings, limit: Limit | None,
+          on_game: Callable[[Standings, PlayedGame], None] | None, progress: bool) -> dict:
+    """Plays the scheduled games (in a process pool for workers > 1); writes and returns the summary."""
     start, stopped = time.perf_counter(), None
 
     def finished(task: Task, game: PlayedGame) -> bool:
