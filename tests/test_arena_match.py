@@ -74,7 +74,6 @@ def test_random_vs_random_from_the_book_writes_valid_pgn(tmp_path):
     assert {r["name"] for r in data["ratings"]["table"]} == {"random:seed=1", "rnd2"}
 
 
-
 def test_a_second_match_on_a_pgn_being_written_stops_before_playing(tmp_path):
     # two matches appending to one PGN cannot be told apart afterwards: the second stops in one line
     pgn = tmp_path / "m.pgn"
@@ -87,6 +86,7 @@ def test_a_second_match_on_a_pgn_being_written_stops_before_playing(tmp_path):
     assert pgn.read_text() == ""
     assert run_match(cfg, progress=False)["games_played"] == 2  # the lock went with its holder
     assert len(_games(pgn)) == 2
+
 
 def test_ply_cap_and_epd_start(tmp_path):
     opening = Book(EPD_BOOK)[10]

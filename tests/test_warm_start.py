@@ -15,7 +15,7 @@ from arena.agents.spec import make_agent
 from configs.loader import load, to_dict
 from distill.config import DistillConfig
 from distill.records import RecordStore, ShardWriter
-from distill.warm_start import concat, load_boards, policy_target, successor_boards, warm_start
+from distill.warm_start import load_boards, policy_target, warm_start
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
@@ -262,56 +262,10 @@ def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
                                                           "replay.anchor_fraction=0.25"])
 
 
-def test_successor_boards_are_value_only_boards_valued_by_the_move_values(tmp_path):
-    """Every move's successor (per_board = all): valued 1 - its win probability for the new side to
-    move, its observation pgx's own for that FEN, its legal moves python-chess's, no policy target; a
-    move that ends the game (here a1a8 mates) is skipped. Fewer per board: a uniform draw without
-    replacement, the same for the same seed."""
-    fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
-    board = chess.Board(fen)
-    moves = [m.uci() for m in board.legal_moves]
-    values = [0.1 if m == "a1a2" else (1.0 if m == "a1a8" else 0.5) for m in moves]
-    with ShardWriter(tmp_path / "rec") as w:
-        w.write({"fen": fen, "game": "g#0", "ply": 0, "moves": moves, "values": values, "value": 1.0})
-    store = RecordStore(tmp_path / "rec")
-    width = games.make("chess").spec.max_legal_actions
-    kids = successor_boards(store, [0], width, per_board=len(moves))
-    assert len(kids) == len(moves) - 1  # no board after the mate
-    assert not kids.policy.any()
-    seen = set()
-    for row in range(len(kids)):
-        match = [m for m in moves if m != "a1a8" and np.array_equal(
-            kids.observation[row], np.asarray(fen_to_state(_after(fen, m)).observation, np.float16))]
-        assert len(match) == 1
-        m = match[0]
-        seen.add(m)
-        assert kids.z[row] == pytest.approx(2 * (1 - values[moves.index(m)]) - 1)  # 0.8 after a1a2, else 0
-        child = chess.Board(_after(fen, m))
-        legal = {uci_to_pgx_action(c.uci(), child.turn == chess.WHITE) for c in child.legal_moves}
-        assert set(kids.legal_actions[row][kids.legal_actions[row] >= 0].tolist()) == legal
-    assert seen == set(moves) - {"a1a8"}
-    two = successor_boards(store, [0], width, per_board=2, seed=3)
-    assert len(two) in (1, 2) and np.array_equal(two.z, successor_boards(store, [0], width, 2, seed=3).z)
-    both = concat(load_boards(store, [0], width, 0.0), two)
-    assert len(both) == 1 + len(two) and both.policy[0].sum() == 1.0 and not both.policy[1:].any()
-    # at a halfmove clock of 99 every quiet move reaches pgx's 50-move draw (python-chess plays on):
-    # no successor is kept, and a split with none is one line
-    fifty = "8/8/4k3/8/8/3K4/8/7R w - - 99 80"
-    quiet = [m.uci() for m in chess.Board(fifty).legal_moves]
-    with ShardWriter(tmp_path / "fifty") as w:
-        w.write({"fen": fifty, "game": "g#1", "ply": 0, "moves": quiet, "values": [0.9] * len(quiet), "value": 0.9})
-    with pytest.raises(ValueError, match="no successor boards"):
-        successor_boards(RecordStore(tmp_path / "fifty"), [0], width, per_board=len(quiet))
-
-
-def _after(fen: str, move: str) -> str:
-    board = chess.Board(fen)
-    board.push_uci(move)
-    return board.fen()
-
-
 def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled):
-    """warm_start.init_network: its weights; the value skip grown on plays as the stored network."""
+    """warm_start.init_network: the directory's weights (a fresh optimiser at step 0), with the value
+    skip switched on its parameters added at zero, so the grown network plays exactly as the stored
+    one until it trains; another shape is one line."""
     tmp, summary = distilled
     stored = models.network_dir.load(summary["network"])
     search = {**stored.metadata["search"], "num_simulations": 123}  # as a shipped network records its own
@@ -322,13 +276,15 @@ def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled)
             "warm_start.progress=false"]
     grown = warm_start(load(DistillConfig, None, base + [
         f"warm_start.out_dir={tmp / 'grown'}", "warm_start.selfplay_set=[network.resnet.value_input_skip=true]"]))
-    net = models.network_dir.load(grown["network"])
     assert grown["init_network"] == str(tmp / "shipped") and grown["steps"] == 0
+    net = models.network_dir.load(grown["network"])
     assert net.config.resnet.value_input_skip and not stored.config.resnet.value_input_skip
+    assert not np.any(net.variables["params"]["value_skip"]["kernel"])
     obs = games.make("chess").observe(jax.tree.map(lambda x: x[None], fen_to_state(BOARDS[2][0])))
     for a, b in zip(net.module().apply(net.variables, obs, train=False),
                     stored.module().apply(stored.variables, obs, train=False)):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6) if a is not None else None
+        if a is not None:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
     with pytest.raises(ValueError, match="warm_start.init_network.*filters=8.*filters=16.*value_input_skip may be"):
         warm_start(load(DistillConfig, None, base + [f"warm_start.out_dir={tmp / 'wider'}",
                                                      "warm_start.selfplay_set=[network.resnet.filters=16]"]))
@@ -340,11 +296,12 @@ def test_a_warm_start_continues_a_network_and_may_grow_its_value_skip(distilled)
 
 def test_a_run_may_grow_the_value_skip_on_the_network_it_starts_from(distilled):
     tmp, summary = distilled
-    grown = flatten_dict(read_inputs(load(SelfPlayConfig, str(tmp / "tiny.yaml"), [
-        f"init.network={summary['network']}", "network.history=false", "network.resnet.value_input_skip=true"]),
-        games.make("chess")).init_variables)
+    cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false",
+                                                        "network.resnet.value_input_skip=true"])
+    grown = flatten_dict(read_inputs(cfg, games.make("chess")).init_variables)
     stored = flatten_dict(models.network_dir.load(summary["network"]).variables)
-    [np.testing.assert_array_equal(grown[path], value) for path, value in stored.items()]
-    assert {p[:2] for p in set(grown) - set(stored)} == {("params", "value_skip"), ("params", "value_skip_bn"),
-                                                         ("batch_stats", "value_skip_bn")}
+    for path, value in stored.items():
+        np.testing.assert_array_equal(grown[path], value)
+    added = set(grown) - set(stored)
+    assert {p[:2] for p in added} == {("params", "value_skip"), ("params", "value_skip_bn"), ("batch_stats", "value_skip_bn")}
     assert not np.any(grown["params", "value_skip", "kernel"])
