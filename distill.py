@@ -5,6 +5,7 @@
     python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.net=runs/distill/bc
     python distill.py evaluate --config configs/distill_cpu.yaml --set evaluate.player=stockfish:nodes=500
     python distill.py warm-start --config configs/distill_cpu.yaml   # the self-play ResNet, for init.network
+    python distill.py calibrate --config configs/distill_cpu.yaml --set calibrate.network=DIR  # its value's side-to-move offset removed
 
 `train` writes the training state (train.out_dir/state/, resumable) and the student's network
 directory (train.out_dir/student/), which arena plays as `av:/sv:/bc:net=DIR` agents.
@@ -55,7 +56,13 @@ def _warm_start(cfg: DistillConfig) -> dict:
     return warm_start(cfg)
 
 
-COMMANDS = {"annotate": _annotate, "train": _train, "evaluate": _evaluate, "warm-start": _warm_start}
+def _calibrate(cfg: DistillConfig) -> dict:
+    from distill.calibrate import calibrate
+    return calibrate(cfg)
+
+
+COMMANDS = {"annotate": _annotate, "train": _train, "evaluate": _evaluate, "warm-start": _warm_start,
+            "calibrate": _calibrate}
 
 
 def main(argv: list[str] | None = None) -> int:

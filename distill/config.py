@@ -170,6 +170,22 @@ class WarmStartConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class CalibrateConfig:
+    """`distill.py calibrate`: a ResNet's value side-to-move offset measured and removed (distill/calibrate.py)."""
+
+    network: str = ""  # the network directory to calibrate (e.g. a warm start's out_dir/network)
+    out: str = ""  # where the calibrated copy goes ("": <network>_calibrated); the original is kept
+    # held-out boards (data.records' test split), each with every successor Stockfish valued (~35 a board)
+    max_boards: int = 500
+    # keys of the copy's recorded search to change (what mcts:net= and uci.py play), e.g.
+    # [policy=puct, q_transform=fpu]: a value without the offset may serve another search best
+    search: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        check_at_least(self, 1, "max_boards", prefix="calibrate.")
+
+
+@dataclasses.dataclass(frozen=True)
 class DistillConfig:
     annotate: AnnotateConfig = AnnotateConfig()
     data: DataConfig = DataConfig()
@@ -177,6 +193,7 @@ class DistillConfig:
     train: TrainConfig = TrainConfig()
     evaluate: EvaluateConfig = EvaluateConfig()
     warm_start: WarmStartConfig = WarmStartConfig()
+    calibrate: CalibrateConfig = CalibrateConfig()
 
     def __post_init__(self):
         if self.student.family == "chessformer" and self.data.target == "av":
