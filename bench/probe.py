@@ -7,7 +7,7 @@
 
 For each network: its raw policy's and its value head's figures, its value's one-ply move (the move
 whose successor the value rates worst for the opponent: what a search reads of the value one ply down,
-where a hung piece shows), then each search's agreement with
+where a hung piece shows), its value's side-to-move offset (`value_offset`), then each search's agreement with
 Stockfish's best move and its regret (win% lost per move), each search as the arena plays it
 (`SearchConfig.for_play` over the network's recorded search, then the variant's keys). `--grid`
 measures the Q transforms and value scales that decide whether a search keeps what the prior knows
@@ -70,6 +70,39 @@ def value_one_ply(game, apply, width: int):
     return lambda variables: (lambda states, key: choose(variables, states))
 
 
+def value_offset(probe, game, apply, variables, batch_size: int = 32) -> dict:
+    """The value against Stockfish's over the probe's positions and each successor that does not end
+    the game, both for the side to move in [-1, 1]: v = intercept + slope * sf by least squares. The
+    intercept is the side-to-move offset (distill/calibrate.py) that a search's negamax turns into a
+    bonus every second ply; 0 for a value consistent with itself one ply down."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from arena import probe as probe_lib
+
+    @jax.jit
+    def children(variables, states, actions):  # actions [B, W] (-1: no move)
+        b, w = actions.shape
+        kids = game.step(jax.tree.map(lambda x: jnp.repeat(x, w, axis=0), states), jnp.maximum(actions, 0).reshape(-1))
+        return apply(variables, game.observe(kids)).value.reshape(b, w), game.terminal(kids).reshape(b, w)
+
+    _, roots = probe_lib.network_outputs(probe, apply, variables)
+    net, ref = [np.asarray(roots, np.float64)], [2 * probe.best - 1]
+    for start in range(0, len(probe), batch_size):
+        rows = np.resize(np.arange(start, min(start + batch_size, len(probe))), batch_size)  # one shape
+        states = jax.tree.map(lambda x: x[rows], probe.states)
+        v, ended = jax.device_get(children(variables, states, jnp.asarray(probe.actions[rows])))
+        keep = (probe.actions[rows] >= 0) & ~ended
+        keep[min(batch_size, len(probe) - start):] = False  # the padding repeats rows
+        net.append(v[keep])
+        ref.append(1 - 2 * probe.values[rows][keep])
+    net, ref = np.concatenate(net), np.concatenate(ref)
+    slope, intercept = np.polyfit(ref, net, 1)
+    return {"intercept": float(intercept), "slope": float(slope), "boards": len(net),
+            "correlation": float(np.corrcoef(ref, net)[0, 1])}
+
+
 def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -> dict:
     import dataclasses
 
@@ -89,6 +122,7 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
     out["value_one_ply"] = dataclasses.asdict(one_ply)
     print(f"{net_dir} value one ply: {100 * one_ply.agreement:.1f}% agree, regret {one_ply.regret:.1f}",
           file=sys.stderr, flush=True)
+    out["value_offset"] = value_offset(probe, game, apply, network.variables)
     for name, keys in variants.items():
         cfg = search_config(network.metadata, {**keys, "num_simulations": sims}, f"network directory {net_dir}")
         fn = search_lib.make_search(game, apply, cfg)

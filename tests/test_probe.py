@@ -227,3 +227,23 @@ def _pushed(board: chess.Board, move: chess.Move) -> chess.Board:
     b = board.copy()
     b.push(move)
     return b
+
+
+def test_the_value_offset_fits_every_position_and_successor(hand):
+    """bench/probe.py's value_offset over the hand probe: a value of 0.25 everywhere is an intercept
+    of 0.25 and no slope, over both positions and each of their successors python-chess counts
+    (none ends the game), the batch of 3 padding the two positions with a repeated row."""
+    from by_path import load_module
+
+    from games import make
+    from models import NetworkOutput
+    bench = load_module(Path(__file__).resolve().parents[1] / "bench" / "probe.py", "bench_probe")
+    game = make("chess")
+
+    def apply(variables, obs):
+        return NetworkOutput(jnp.zeros((obs.shape[0], game.spec.num_actions)), jnp.full(obs.shape[0], 0.25), None)
+
+    successors = sum(chess.Board(p.fen).legal_moves.count() for p in hand.positions)
+    fit = bench.value_offset(hand, game, apply, {}, batch_size=3)
+    assert fit["boards"] == len(hand) + successors
+    assert fit["intercept"] == pytest.approx(0.25) and fit["slope"] == pytest.approx(0.0, abs=1e-9)
