@@ -5,9 +5,8 @@ values it reads `v = a + b * sf` with b < 1, and where the targets' mean is not 
 boards after uniformly drawn moves favour the side to move: their targets average about +0.4)
 the intercept `a` is a bonus for being the side to move. A search backs values up by negamax, so
 that bonus enters every node with the sign of its depth: a move whose subtree is searched deeper
-gains it every second ply, and a piece hung one ply down can look better than a quiet move. (The
-shipped 4x64's first network read a ~ 0.14 with b ~ 0.4: being to move worth more than half a
-knight; docs/experiments/2026-11-30-value-side-to-move-offset.md.)
+gains it every second ply, and a piece hung one ply down can look better than a quiet move
+(measured: docs/experiments/2026-11-29-value-side-to-move-offset.md).
 
 `fit_offset` finds the shift of the value's pre-tanh sum that brings `a` to zero over the boards
 and every successor Stockfish valued (`v' = tanh(atanh(v) - shift)`), `shifted_variables` folds it
