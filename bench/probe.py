@@ -47,6 +47,14 @@ def parse_keys(text: str) -> dict:
     return out
 
 
+def successors(game, states, actions):
+    """The pgx states [B * W] after each move of `actions` [B, W] (pgx ids >= 0) from `states` [B]."""
+    import jax
+    import jax.numpy as jnp
+    width = actions.shape[1]
+    return game.step(jax.tree.map(lambda x: jnp.repeat(x, width, axis=0), states), actions.reshape(-1))
+
+
 def value_one_ply(game, apply, width: int):
     """(variables) -> a batched mover (arena/batched/probe.py's BatchMover) that plays the move whose
     successor the value head rates worst for the side to move there; a move that ends the game scores
@@ -59,7 +67,7 @@ def value_one_ply(game, apply, width: int):
         batch = states.legal_action_mask.shape[0]
         _, actions = jax.lax.top_k(states.legal_action_mask.astype(jnp.int32), width)  # [B, W] legal first
         legal = jnp.take_along_axis(states.legal_action_mask, actions, axis=1)
-        children = game.step(jax.tree.map(lambda x: jnp.repeat(x, width, axis=0), states), actions.reshape(-1))
+        children = successors(game, states, actions)
         value = apply(variables, game.observe(children)).value.reshape(batch, width)  # for the opponent
         mover = jnp.repeat(states.current_player, width)[:, None]
         reward = jnp.take_along_axis(game.rewards(children), mover, axis=1).reshape(batch, width)
@@ -84,7 +92,7 @@ def value_offset(probe, game, apply, variables, batch_size: int = 32) -> dict:
     @jax.jit
     def children(variables, states, actions):  # actions [B, W] (-1: no move)
         b, w = actions.shape
-        kids = game.step(jax.tree.map(lambda x: jnp.repeat(x, w, axis=0), states), jnp.maximum(actions, 0).reshape(-1))
+        kids = successors(game, states, jnp.maximum(actions, 0))
         return apply(variables, game.observe(kids)).value.reshape(b, w), game.terminal(kids).reshape(b, w)
 
     _, roots = probe_lib.network_outputs(probe, apply, variables)

@@ -130,14 +130,16 @@ def calibrate(cfg) -> dict:
         raise ValueError(f"calibrate: {cfg.data.records} has no held-out boards (data.test_fraction "
                          f"{cfg.data.test_fraction:g})")
     fens, sf = sf_boards(store[int(i)] for i in held_out)
-    values = network_values(models.load_evaluation(c.network), fens)
+    module = source.module()  # the directory read once: its module and variables serve both uses
+    values = network_values(models.Evaluation(models.evaluation_fn(module), source.variables, module, source.config,
+                                              source.game, source.metadata), fens)
     shift = fit_offset(values, sf)
     before, after = fit(values, sf), fit(shifted(values, shift), sf)
     summary = {"network": c.network, "out": c.out or f"{c.network.rstrip('/')}_calibrated",
                "records": cfg.data.records, "boards": len(held_out), "successors": len(fens) - len(held_out),
                "shift": shift, "before": dataclasses.asdict(before), "after": dataclasses.asdict(after)}
     variables = shifted_variables(source.variables, source.config.resnet.value_hidden, shift)
-    earlier = source.metadata.get("value_calibration", {}).get("shift", 0.0)  # a second pass adds to the first
+    earlier = source.metadata.get("value_calibration", {}).get("shift_total", 0.0)  # a later pass adds to the earlier
     metadata = {**source.metadata, "value_calibration": {**summary, "shift_total": earlier + shift}}
     if c.search:
         metadata["search"] = _search_with(source.metadata.get("search"), c.search)
