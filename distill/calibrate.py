@@ -27,6 +27,9 @@ import numpy as np
 from games import chess_bridge
 
 _CHUNK = 512  # boards per network call
+# an intercept means something only where the value follows Stockfish's: below this correlation
+# (a value still flat, or one never trained on successor boards) there is no offset to remove
+MIN_CORRELATION = 0.3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,19 +58,22 @@ def sf_boards(records) -> tuple[list[str], np.ndarray]:
     return fens, np.asarray(values, np.float64)
 
 
-def network_values(evaluation, fens: list[str]) -> np.ndarray:
-    """The network's value [len(fens)] for each FEN's side to move (a FEN carries no history)."""
-    apply = jax.jit(evaluation.evaluate)
+def network_values(evaluate, variables, fens: list[str]) -> np.ndarray:
+    """The network's value [len(fens)] for each FEN's side to move (a FEN carries no history);
+    `evaluate(variables, obs)` as models.evaluation_fn makes it."""
+    apply = jax.jit(evaluate)
     out = []
     for start in range(0, len(fens), _CHUNK):
         states = chess_bridge.fens_to_states(fens[start:start + _CHUNK])
-        out.append(np.asarray(apply(evaluation.variables, jnp.asarray(states.observation, jnp.float32)).value))
+        out.append(np.asarray(apply(variables, jnp.asarray(states.observation, jnp.float32)).value))
     return np.concatenate(out).astype(np.float64)
 
 
 def fit(values: np.ndarray, sf: np.ndarray) -> Fit:
     slope, intercept = np.polyfit(sf, values, 1)
-    return Fit(float(intercept), float(slope), float(np.corrcoef(sf, values)[0, 1]), len(values))
+    spread = np.std(values) * np.std(sf)
+    correlation = float(np.mean((values - values.mean()) * (sf - sf.mean())) / spread) if spread else float("nan")
+    return Fit(float(intercept), float(slope), correlation, len(values))
 
 
 def shifted(values: np.ndarray, shift: float) -> np.ndarray:
@@ -108,12 +114,52 @@ def _search_with(recorded: dict | None, overrides) -> dict:
     return to_dict(apply_overrides(base, overrides))
 
 
+def measure(module, variables, store, test_fraction: float, max_boards: int) -> dict:
+    """The offset of `module`'s value (its pre-tanh shift, both fits) on the first `max_boards`
+    held-out boards of `store` (a RecordStore) and their successors."""
+    import models
+    held_out = store.split("test", test_fraction)[:max_boards]
+    if not len(held_out):
+        raise ValueError(f"calibrate: {store.dir} has no held-out boards (data.test_fraction {test_fraction:g})")
+    fens, sf = sf_boards(store[int(i)] for i in held_out)
+    values = network_values(models.evaluation_fn(module), variables, fens)
+    shift = fit_offset(values, sf)
+    return {"records": str(store.dir), "boards": len(held_out), "successors": len(fens) - len(held_out),
+            "shift": shift, "before": dataclasses.asdict(fit(values, sf)),
+            "after": dataclasses.asdict(fit(shifted(values, shift), sf))}
+
+
+def follows_stockfish(measured: dict) -> bool:
+    """Whether `measure`'s value tracks Stockfish's enough for its offset to be removed."""
+    return measured["before"]["correlation"] >= MIN_CORRELATION  # NaN (a constant value) is False
+
+
+def apply_calibration(variables: dict, value_hidden: int, metadata: dict, measured: dict) -> tuple[dict, dict]:
+    """(variables, metadata) with `measured`'s shift folded into the value's output bias and recorded
+    as metadata `value_calibration` (its shift_total adds an earlier pass's)."""
+    earlier = metadata.get("value_calibration", {}).get("shift_total", 0.0)
+    return (shifted_variables(variables, value_hidden, measured["shift"]),
+            {**metadata, "value_calibration": {**measured, "shift_total": earlier + measured["shift"]}})
+
+
+def calibrated(module, variables, value_hidden: int, metadata: dict, store, test_fraction: float,
+               max_boards: int) -> tuple[dict, dict]:
+    """A finished warm start's (variables, metadata) with its value's offset removed where the value
+    follows Stockfish's, else as they were; one line says which."""
+    measured = measure(module, variables, store, test_fraction, max_boards)
+    offset, trusted = measured["before"]["intercept"], follows_stockfish(measured)
+    print(f"warm-start: value offset {offset:+.3f} " + (
+        f"removed (pre-tanh shift {measured['shift']:+.3f}" if trusted else
+        f"kept (its correlation with Stockfish's value is {measured['before']['correlation']:.2f}")
+        + f", {measured['boards']} held-out boards and their successors)", flush=True)
+    return apply_calibration(variables, value_hidden, metadata, measured) if trusted else (variables, metadata)
+
+
 def calibrate(cfg) -> dict:
     """`distill.py calibrate`: fits the offset of `cfg.calibrate.network`'s value on the first
     `max_boards` held-out boards of `cfg.data.records` and their successors, writes the shifted copy
     to `calibrate.out` (metadata `value_calibration`: the shift and both fits; `calibrate.search` changes its
     recorded search); returns that summary."""
-    import models
     from distill.records import RecordStore
     from models import network_dir
 
@@ -124,23 +170,14 @@ def calibrate(cfg) -> dict:
     if source.config.family != "resnet":
         raise ValueError(f"calibrate: {c.network} is a {source.config.family}; the calibration is for the "
                          "self-play ResNet, whose value a search reads")
-    store = RecordStore(cfg.data.records)
-    held_out = store.split("test", cfg.data.test_fraction)[:c.max_boards]
-    if not len(held_out):
-        raise ValueError(f"calibrate: {cfg.data.records} has no held-out boards (data.test_fraction "
-                         f"{cfg.data.test_fraction:g})")
-    fens, sf = sf_boards(store[int(i)] for i in held_out)
-    module = source.module()  # the directory read once: its module and variables serve both uses
-    values = network_values(models.Evaluation(models.evaluation_fn(module), source.variables, module, source.config,
-                                              source.game, source.metadata), fens)
-    shift = fit_offset(values, sf)
-    before, after = fit(values, sf), fit(shifted(values, shift), sf)
-    summary = {"network": c.network, "out": c.out or f"{c.network.rstrip('/')}_calibrated",
-               "records": cfg.data.records, "boards": len(held_out), "successors": len(fens) - len(held_out),
-               "shift": shift, "before": dataclasses.asdict(before), "after": dataclasses.asdict(after)}
-    variables = shifted_variables(source.variables, source.config.resnet.value_hidden, shift)
-    earlier = source.metadata.get("value_calibration", {}).get("shift_total", 0.0)  # a later pass adds to the earlier
-    metadata = {**source.metadata, "value_calibration": {**summary, "shift_total": earlier + shift}}
+    measured = measure(source.module(), source.variables, RecordStore(cfg.data.records), cfg.data.test_fraction,
+                       c.max_boards)
+    if not np.isfinite(measured["before"]["correlation"]):  # asked for, a weak value is calibrated; a flat one not
+        raise ValueError(f"calibrate: {c.network}'s value is the same on all {measured['boards']} held-out boards "
+                         "and their successors: there is no offset to remove")
+    summary = {"network": c.network, "out": c.out or f"{c.network.rstrip('/')}_calibrated", **measured}
+    variables, metadata = apply_calibration(source.variables, source.config.resnet.value_hidden, source.metadata,
+                                            summary)
     if c.search:
         metadata["search"] = _search_with(source.metadata.get("search"), c.search)
     network_dir.save(summary["out"], source.config, variables, game=source.game, metadata=metadata)

@@ -152,6 +152,10 @@ class WarmStartConfig:
     # value-only boards valued 1 - that move's win probability: the value the search reads one ply
     # down, blunders included (distill/warm_start.py successor_boards)
     successor_boards: int = 0
+    # the finished ResNet's value offset for the side to move (a bonus that regresses from the
+    # successor boards' targets) is fitted on this many held-out boards and their successors and
+    # folded into its output bias, as `distill.py calibrate` does (0: off)
+    calibrate_boards: int = 500
     log_every: int = 100  # steps between printed losses
     progress: bool = True  # print the losses
     seed: int = 0  # network initialisation and batch order
@@ -164,7 +168,7 @@ class WarmStartConfig:
             raise ValueError(f"warm_start.devices must be >= 0 (0: every device), got {self.devices}")
         check_at_least(self, 1, "batch_size", "log_every", prefix="warm_start.")
         check_at_least(self, 0, "max_steps", "max_seconds", "policy_temperature", "max_boards", "seed",
-                       "checkpoint_minutes", "successor_boards", prefix="warm_start.")
+                       "checkpoint_minutes", "successor_boards", "calibrate_boards", prefix="warm_start.")
         if self.learning_rate <= 0:
             raise ValueError(f"warm_start.learning_rate must be > 0, got {self.learning_rate:g}")
 

@@ -19,8 +19,9 @@ training, and a run from it (`init.network`) sets `network.history=false` too.
 Writes into warm_start.out_dir:
     state/            the training state (learner/checkpoint.py), every checkpoint_minutes and at the
                       end: a rerun of the same command resumes it (max_seconds spans every session)
-    network/          the network directory (models/network_dir.py) that `init.network` reads
-    warm_start.json   steps, examples/s, train loss, held-out move accuracy and value error
+    network/          the network directory (models/network_dir.py) that `init.network` reads; a ResNet's
+                      value with its side-to-move offset removed (distill/calibrate.py, calibrate_boards)
+    warm_start.json   steps, examples/s, train loss, held-out move accuracy and value error (of that network)
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ import numpy as np
 import games
 import models
 from configs import load, to_dict
+from distill.calibrate import calibrated
 from distill.dataset import best_move
 from distill.records import RecordStore
 from games import chess_bridge
@@ -258,6 +260,9 @@ def warm_start(cfg) -> dict:
                                "policy_temperature": w.policy_temperature, "bc_soft": d.bc_soft,
                                "sv_from": d.sv_from, "selfplay_set": list(w.selfplay_set)},
                 "search": _recorded_search(w, sp)}
+    if w.calibrate_boards and sp.network.family == "resnet" and len(test):  # the side-to-move offset removed
+        variables, metadata = calibrated(net, variables, sp.network.resnet.value_hidden, metadata,
+                                         store, d.test_fraction, w.calibrate_boards)
     network_dir.save(out / "network", sp.network, variables, game=sp.game, metadata=metadata)
     summary = {"network": str(out / "network"), "init_network": w.init_network, "selfplay": w.selfplay,
                "selfplay_set": list(w.selfplay_set),
@@ -270,7 +275,8 @@ def warm_start(cfg) -> dict:
                "successor_boards": len(train) - len(parents),
                "last": losses[-1] if losses else None,
                "test": evaluate(net, variables, test), "train_sample": evaluate(net, variables, _head(parents)),
-               "value_health": _health(health.summary(last))}
+               "value_health": _health(health.summary(last)),
+               "value_calibration": metadata.get("value_calibration")}
     (out / "warm_start.json").write_text(json.dumps(summary, indent=1))
     return summary
 

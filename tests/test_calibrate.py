@@ -11,7 +11,16 @@ import pytest
 import games
 import models
 from configs.loader import ConfigError, load
-from distill.calibrate import calibrate, fit, fit_offset, network_values, sf_boards, shifted, shifted_variables
+from distill.calibrate import (
+    calibrate,
+    fit,
+    fit_offset,
+    measure,
+    network_values,
+    sf_boards,
+    shifted,
+    shifted_variables,
+)
 from distill.config import DistillConfig
 from distill.records import RecordStore, ShardWriter
 from models import network_dir
@@ -55,6 +64,11 @@ def _tiny_network(path, offset: float):
     network_dir.save(path, cfg, shifted_variables(ev.variables, 8, -offset), game="chess", metadata={"step": 7})
 
 
+def _evaluate_and_variables(path):
+    ev = models.load_evaluation(path)
+    return ev.evaluate, ev.variables
+
+
 def test_calibrate_writes_a_copy_whose_values_are_shifted_exactly_and_unbiased(tmp_path):
     with ShardWriter(tmp_path / "rec") as w:
         for i, fen in enumerate([MATE, *QUIET]):
@@ -70,8 +84,8 @@ def test_calibrate_writes_a_copy_whose_values_are_shifted_exactly_and_unbiased(t
     assert summary["boards"] == len(held_out) >= 3 and summary["before"]["intercept"] > 0.2
     assert abs(summary["after"]["intercept"]) < 1e-3
     fens, _ = sf_boards(store[int(i)] for i in held_out)
-    before = network_values(models.load_evaluation(tmp_path / "net"), fens)
-    after = network_values(models.load_evaluation(tmp_path / "cal"), fens)
+    before = network_values(*_evaluate_and_variables(tmp_path / "net"), fens)
+    after = network_values(*_evaluate_and_variables(tmp_path / "cal"), fens)
     np.testing.assert_allclose(after, shifted(before, summary["shift"]), atol=2e-5)
     saved = network_dir.load(tmp_path / "cal")
     assert saved.metadata["step"] == 7 and saved.metadata["value_calibration"]["shift_total"] == summary["shift"]
@@ -91,3 +105,57 @@ def test_calibrate_writes_a_copy_whose_values_are_shifted_exactly_and_unbiased(t
 def test_a_network_without_one_value_output_is_one_error():
     with pytest.raises(ValueError, match="no single value output layer"):
         shifted_variables({"params": {"Dense_0": {"kernel": np.zeros((4, 3)), "bias": np.zeros(3)}}}, 4, 0.1)
+
+
+def _records(path, copies: int = 1):
+    """MATE and QUIET with move values spread over [0.1, 0.9] (successors valued -0.8..0.8)."""
+    with ShardWriter(path) as w:
+        for c in range(copies):
+            for i, fen in enumerate([MATE, *QUIET]):
+                moves = [m.uci() for m in chess.Board(fen).legal_moves]
+                values = [0.1 + 0.8 * ((k * 7 + i) % 9) / 8 for k in range(len(moves))]
+                w.write({"fen": fen, "game": f"g#{c}-{i}", "ply": 0, "moves": moves, "values": values,
+                         "value": max(values)})
+
+
+def test_a_flat_value_is_refused_in_one_line(tmp_path):
+    """A constant value (its output kernel zeroed) has no offset to remove: one line, no copy."""
+    _records(tmp_path / "rec")
+    cfg = models.NetworkConfig(family="resnet", resnet=models.ResNetConfig(num_blocks=1, filters=8, value_hidden=8))
+    ev = models.load_evaluation(cfg, games.make("chess").spec, seed=1)
+    params = {k: dict(v) for k, v in ev.variables["params"].items()}
+    head = [k for k, v in params.items() if set(v) == {"kernel", "bias"} and np.shape(v["kernel"]) == (8, 1)][0]
+    params[head]["kernel"] = np.zeros((8, 1), np.float32)
+    network_dir.save(tmp_path / "flat", cfg, {**ev.variables, "params": params}, game="chess")
+    with pytest.raises(ValueError, match="the same on all.*no offset to remove"):
+        calibrate(load(DistillConfig, None, [f"data.records={tmp_path / 'rec'}", "data.test_fraction=0.99",
+                                             f"calibrate.network={tmp_path / 'flat'}",
+                                             f"calibrate.out={tmp_path / 'cal'}"]))
+    assert not (tmp_path / "cal").exists()
+
+
+@pytest.mark.parametrize("threshold", [-1.0, 1.1])
+def test_a_warm_start_ends_calibrated_where_its_value_follows_stockfish(tmp_path, monkeypatch, threshold):
+    """warm_start.calibrate_boards: where the value's correlation with Stockfish's passes the threshold
+    (set here to pass always, then never), the saved network's value read back from its directory has
+    no offset on the held-out boards and their successors and its metadata records the shift; else the
+    network is saved as trained."""
+    from distill import calibrate as calibration
+    from distill.warm_start import warm_start
+    monkeypatch.setattr(calibration, "MIN_CORRELATION", threshold)
+    _records(tmp_path / "rec", copies=8)
+    (tmp_path / "tiny.yaml").write_text("game: chess\nnetwork:\n  family: resnet\n"
+                                        "  resnet: {num_blocks: 1, filters: 8, value_hidden: 8}\n")
+    summary = warm_start(load(DistillConfig, None, [
+        f"data.records={tmp_path / 'rec'}", "data.test_fraction=0.25", f"warm_start.selfplay={tmp_path / 'tiny.yaml'}",
+        f"warm_start.out_dir={tmp_path / 'ws'}", "warm_start.batch_size=16", "warm_start.max_steps=20",
+        "warm_start.successor_boards=4", "warm_start.progress=false"]))
+    saved = network_dir.load(summary["network"])
+    again = measure(saved.module(), saved.variables, RecordStore(tmp_path / "rec"), 0.25, 500)
+    if threshold < 0:
+        calibration = summary["value_calibration"]
+        assert saved.metadata["value_calibration"] == calibration and calibration["boards"] == again["boards"]
+        assert abs(calibration["before"]["intercept"]) > 1e-2 and abs(again["before"]["intercept"]) < 1e-3
+    else:
+        assert summary["value_calibration"] is None and "value_calibration" not in saved.metadata
+        assert abs(again["before"]["intercept"]) > 1e-2  # as trained: the offset is still there
