@@ -134,15 +134,13 @@ def test_a_flat_value_is_refused_in_one_line(tmp_path):
     assert not (tmp_path / "cal").exists()
 
 
-@pytest.mark.parametrize("threshold", [-1.0, 1.1])
-def test_a_warm_start_ends_calibrated_where_its_value_follows_stockfish(tmp_path, monkeypatch, threshold):
-    """warm_start.calibrate_boards: where the value's correlation with Stockfish's passes the threshold
-    (set here to pass always, then never), the saved network's value read back from its directory has
-    no offset on the held-out boards and their successors and its metadata records the shift; else the
-    network is saved as trained."""
-    from distill import calibrate as calibration
+def test_a_warm_start_ends_calibrated_where_its_value_follows_stockfish(tmp_path, monkeypatch):
+    """warm_start.calibrate_boards: with the correlation threshold set to pass, the saved network's value
+    read back from its directory has no offset on the held-out boards and their successors and its
+    metadata records the shift; set never to pass, `calibrated` returns what it was given."""
+    from distill import calibrate as module
     from distill.warm_start import warm_start
-    monkeypatch.setattr(calibration, "MIN_CORRELATION", threshold)
+    monkeypatch.setattr(module, "MIN_CORRELATION", -1.0)
     _records(tmp_path / "rec", copies=8)
     (tmp_path / "tiny.yaml").write_text("game: chess\nnetwork:\n  family: resnet\n"
                                         "  resnet: {num_blocks: 1, filters: 8, value_hidden: 8}\n")
@@ -150,12 +148,11 @@ def test_a_warm_start_ends_calibrated_where_its_value_follows_stockfish(tmp_path
         f"data.records={tmp_path / 'rec'}", "data.test_fraction=0.25", f"warm_start.selfplay={tmp_path / 'tiny.yaml'}",
         f"warm_start.out_dir={tmp_path / 'ws'}", "warm_start.batch_size=16", "warm_start.max_steps=20",
         "warm_start.successor_boards=4", "warm_start.progress=false"]))
-    saved = network_dir.load(summary["network"])
-    again = measure(saved.module(), saved.variables, RecordStore(tmp_path / "rec"), 0.25, 500)
-    if threshold < 0:
-        calibration = summary["value_calibration"]
-        assert saved.metadata["value_calibration"] == calibration and calibration["boards"] == again["boards"]
-        assert abs(calibration["before"]["intercept"]) > 1e-2 and abs(again["before"]["intercept"]) < 1e-3
-    else:
-        assert summary["value_calibration"] is None and "value_calibration" not in saved.metadata
-        assert abs(again["before"]["intercept"]) > 1e-2  # as trained: the offset is still there
+    saved, store = network_dir.load(summary["network"]), RecordStore(tmp_path / "rec")
+    again = measure(saved.module(), saved.variables, store, 0.25, 500)
+    fitted = summary["value_calibration"]
+    assert saved.metadata["value_calibration"] == fitted and fitted["boards"] == again["boards"]
+    assert abs(fitted["before"]["intercept"]) > 1e-2 and abs(again["before"]["intercept"]) < 1e-3
+    monkeypatch.setattr(module, "MIN_CORRELATION", 1.1)
+    variables, metadata = module.calibrated(saved.module(), saved.variables, 8, {"step": 1}, store, 0.25, 500)
+    assert variables is saved.variables and metadata == {"step": 1}  # kept as trained
