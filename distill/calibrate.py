@@ -95,15 +95,20 @@ def shifted_variables(variables: dict, value_hidden: int, shift: float) -> dict:
     """`variables` with `shift` taken from the ResNet value head's output bias: the one Dense layer
     whose kernel maps value_hidden units to one (models/resnet.py; the value's pre-tanh sum)."""
     params = dict(variables["params"])
+    head = value_output_layer(params, value_hidden)
+    params[head] = {**params[head], "bias": np.asarray(params[head]["bias"]) - np.float32(shift)}
+    return {**variables, "params": params}
+
+
+def value_output_layer(params: dict, value_hidden: int) -> str:
+    """The name of the ResNet value head's output Dense layer in `params` (its kernel maps value_hidden
+    units to one: the value's pre-tanh sum); one ValueError line where there is not exactly one."""
     heads = [name for name, p in params.items()
              if isinstance(p, dict) and set(p) == {"kernel", "bias"} and np.shape(p["kernel"]) == (value_hidden, 1)]
     if len(heads) != 1:
         raise ValueError(f"calibrate: no single value output layer ({value_hidden} -> 1) in this network "
                          f"(found {heads or 'none'}); the calibration is for the self-play ResNet")
-    layer = dict(params[heads[0]])
-    layer["bias"] = np.asarray(layer["bias"]) - np.float32(shift)
-    params[heads[0]] = layer
-    return {**variables, "params": params}
+    return heads[0]
 
 
 def _search_with(recorded: dict | None, overrides) -> dict:

@@ -20,6 +20,7 @@ from distill.calibrate import (
     sf_boards,
     shifted,
     shifted_variables,
+    value_output_layer,
 )
 from distill.config import DistillConfig
 from distill.records import RecordStore, ShardWriter
@@ -124,7 +125,7 @@ def test_a_flat_value_is_refused_in_one_line(tmp_path):
     cfg = models.NetworkConfig(family="resnet", resnet=models.ResNetConfig(num_blocks=1, filters=8, value_hidden=8))
     ev = models.load_evaluation(cfg, games.make("chess").spec, seed=1)
     params = {k: dict(v) for k, v in ev.variables["params"].items()}
-    head = [k for k, v in params.items() if set(v) == {"kernel", "bias"} and np.shape(v["kernel"]) == (8, 1)][0]
+    head = value_output_layer(params, 8)
     params[head]["kernel"] = np.zeros((8, 1), np.float32)
     network_dir.save(tmp_path / "flat", cfg, {**ev.variables, "params": params}, game="chess")
     with pytest.raises(ValueError, match="the same on all.*no offset to remove"):
