@@ -102,10 +102,8 @@ def test_tic_tac_toe_learns_on_two_node_cluster(tmp_path):
     """Two simulated nodes, one actor on each, the learner in its own Ray actor; the trained agent
     holds perfect play.
 
-    The goal: at most 2 losses in 100 games as either colour, where the untrained agent with the same
-    search loses 92 as the second player (test_untrained_agent_loses_to_minimax). Not 0: the actors and
-    the learner run asynchronously, so the last network differs from run to run, and one of them lost
-    1 game in 100 as the second player (a CI run; the others held perfect play).
+    At most 2 losses in 100 games as either colour (the untrained agent loses 92 as the second player).
+    Not 0: actors and learner are asynchronous, so the last network varies; one CI run's lost 1 in 100.
     """
     import ray
     from ray.cluster_utils import Cluster
