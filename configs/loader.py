@@ -17,12 +17,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import types
 import typing
 from typing import Any, Iterable, Mapping, NamedTuple
 
 import yaml
 
+# 1e-12, 5E3: numbers YAML 1.1 leaves as strings (its floats need a dot in the mantissa)
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 RETIRED_DOC = "docs/experiments/README.md#retired-options"  # why each retired option went
 
 
@@ -123,6 +126,8 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str) and _EXPONENT_NUMBER.fullmatch(value.strip()):
+            return float(value)  # YAML 1.1 reads 1e-12 (no dot in the mantissa) as a string
         raise ConfigError(f"{key}: expected a number, got {value!r}")
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):

@@ -61,6 +61,8 @@ class LearnerConfig:
     def __post_init__(self):
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
             raise ValueError("lr_values needs exactly one more entry than lr_boundaries")
+        if any(value < 0 for value in self.lr_values):
+            raise ValueError(f"learner.lr_values must be >= 0 (0 freezes the weights), got {list(self.lr_values)}")
         if list(self.lr_boundaries) != sorted(self.lr_boundaries) or any(b <= 0 for b in self.lr_boundaries):
             raise ValueError("lr_boundaries must be positive and increasing")
         if self.batch_size < 1 or self.train_ratio <= 0 or self.publish_every < 1 or self.checkpoint_every < 1:

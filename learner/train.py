@@ -60,9 +60,10 @@ class Batch(Protocol):
 
 
 def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
-    """Piecewise-constant schedule: lr_values[i] from lr_boundaries[i - 1] on."""
-    scales = {b: cfg.lr_values[i + 1] / cfg.lr_values[i] for i, b in enumerate(cfg.lr_boundaries)}
-    return optax.piecewise_constant_schedule(cfg.lr_values[0], scales)
+    """Piecewise-constant schedule: lr_values[i] from lr_boundaries[i - 1] on (a stage may be 0: the
+    weights then stay while BatchNorm's running statistics still follow the batches)."""
+    stages = [optax.constant_schedule(value) for value in cfg.lr_values]
+    return optax.join_schedules(stages, list(cfg.lr_boundaries))
 
 
 def kernels_only(params: Any) -> Any:

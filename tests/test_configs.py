@@ -39,6 +39,9 @@ def test_dotted_overrides_win_over_yaml(tmp_path):
     cfg = load(Outer, path, ["batch=32", "inner.kind=adam", "seed=3", "name=x"])
     assert (cfg.batch, cfg.inner.kind, cfg.seed, cfg.name) == (32, "adam", 3, "x")
     assert apply_overrides(cfg, ["inner.lr=0.5"]).inner.lr == 0.5
+    # YAML 1.1 leaves 1e-3 (no dot) a string: a float field still reads it as the number it is
+    assert apply_overrides(cfg, ["inner.lr=1e-3"]).inner.lr == 0.001
+    assert apply_overrides(cfg, ["inner.lr=-2E+2"]).inner.lr == -200.0
 
 
 def test_round_trip_through_dict():
@@ -52,6 +55,7 @@ def test_round_trip_through_dict():
     (["inner.lrr=1"], "inner.lrr"),
     (["batch=abc"], "batch"),
     (["batch=1.5"], "batch"),
+    (["inner.lr=1e"], "inner.lr"),
     (["inner.kind=rmsprop"], "inner.kind"),
     (["inner=3"], "inner"),
     (["nonsense"], "key=value"),

@@ -189,6 +189,10 @@ def test_piecewise_schedule():
     sched = learning_rate(LearnerConfig(lr_values=(0.2, 0.02, 0.002, 0.0002), lr_boundaries=(10, 20, 30)))
     np.testing.assert_allclose([sched(s) for s in (0, 9, 10, 19, 20, 30, 99)],
                                [0.2, 0.2, 0.02, 0.02, 0.002, 0.0002, 0.0002], rtol=1e-5)
+    frozen = learning_rate(LearnerConfig(lr_values=(0.1, 0.0, 0.01), lr_boundaries=(5, 8)))  # a stage of 0
+    np.testing.assert_allclose([frozen(s) for s in (4, 5, 7, 8)], [0.1, 0.0, 0.0, 0.01], rtol=1e-6)
+    with pytest.raises(ValueError, match="lr_values must be >= 0"):
+        LearnerConfig(lr_values=(-0.1,), lr_boundaries=())
 
 
 def test_checkpoint_restores_state_exactly(tmp_path):
