@@ -7,7 +7,6 @@ from typing import ClassVar, Literal, get_args
 from configs import Retired, check_at_least, check_unit_interval
 
 Optimizer = Literal["sgd", "adam"]
-NormStatistics = Literal["batch", "frozen"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,10 +24,6 @@ class LearnerConfig:
     # true: the decay shrinks every parameter (AlphaZero); false: only kernels and embeddings (parameters
     # of 2+ dimensions), not BatchNorm/LayerNorm scales and biases nor any bias (bench/value_collapse.py)
     decay_norms: bool = True
-    # "batch": BatchNorm normalises each training batch by its own statistics and its running statistics
-    # follow them (AlphaZero); "frozen": by the running statistics the run started with, which never
-    # change (fine-tuning a warm start: its layers were trained on the statistics it ships with)
-    norm_statistics: NormStatistics = "batch"
     value_weight: float = 1.0  # weight of (target - v)^2
     q_ratio: float = 0.0  # value target = (1 - q_ratio) z + q_ratio q, q the search's root value (Lc0's q_ratio)
     # > 0: q_ratio acts only on batches whose value (before the step) explains at least this share of
@@ -72,8 +67,6 @@ class LearnerConfig:
             raise ValueError("lr_boundaries must be positive and increasing")
         if self.batch_size < 1 or self.train_ratio <= 0 or self.publish_every < 1 or self.checkpoint_every < 1:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
-        if self.norm_statistics not in get_args(NormStatistics):
-            raise ValueError(f"learner.norm_statistics must be one of {get_args(NormStatistics)}, got {self.norm_statistics!r}")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
         for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight"):

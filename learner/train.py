@@ -189,10 +189,9 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
                      material: MaterialTarget | None = None):
     """Scalar loss, (new batch_stats, metrics dict). `start`: the run's first network's variables,
     whose policy `cfg.start_policy_weight` keeps this one near (None: no such term); `material`: the
-    value target's material part (learner.material_value; None: none). With `norm_statistics`
-    "frozen" the network runs as it plays (BatchNorm from its running statistics, which stay)."""
+    value target's material part (learner.material_value; None: none)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
-                             train=cfg.norm_statistics == "batch", mutable=["batch_stats", "intermediates"])
+                             train=True, mutable=["batch_stats", "intermediates"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
     policy_loss = cross_entropy.mean()

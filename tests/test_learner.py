@@ -326,21 +326,3 @@ def test_a_packed_batch_trains_exactly_as_its_plain_observations():
         make_train_step(net, cfg)(fresh(), packed)
 
 
-
-
-def test_frozen_norm_statistics_stay_and_the_loss_is_the_playing_networks():
-    """norm_statistics=frozen: the running statistics stay bit for bit while the weights move, and the
-    value loss is the one of the network as it plays (inference mode); "batch" moves them."""
-    game, net, batch = ttt_setup()
-    state = init_train_state(net, LearnerConfig(), batch.observation[:1], jax.random.PRNGKey(1))
-    state = state._replace(batch_stats=jax.tree.map(lambda x: x + 0.5, state.batch_stats))  # not the batch's
-    frozen = LearnerConfig(batch_size=32, norm_statistics="frozen")
-    played = net.apply({"params": state.params, "batch_stats": state.batch_stats}, batch.observation, train=False)
-    _, (_, metrics) = loss_and_metrics(state.params, state.batch_stats, net, frozen, batch)
-    np.testing.assert_allclose(metrics["value_loss"], np.mean((batch.z - np.asarray(played.value)) ** 2), rtol=1e-5)
-    stats, params = jax.tree.map(np.array, (state.batch_stats, state.params))  # the step donates its input
-    new, _ = make_train_step(net, frozen)(state, batch)
-    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(stats), jax.tree.leaves(new.batch_stats)))
-    assert not all(np.allclose(a, b) for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(new.params)))
-    moved, _ = make_train_step(net, LearnerConfig(batch_size=32))(new, batch)
-    assert not all(np.allclose(a, b) for a, b in zip(jax.tree.leaves(stats), jax.tree.leaves(moved.batch_stats)))
