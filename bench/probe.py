@@ -4,6 +4,7 @@
     .venv/bin/python bench/probe.py --net A --net B --sims 64 --grid              # every Q transform
     .venv/bin/python bench/probe.py --net A --search "policy=puct,q_transform=fpu" --sims 400
     .venv/bin/python bench/probe.py --net A --net B --no-search                  # policy, value, one ply
+    .venv/bin/python bench/probe.py --net A --sims 16 --targets                  # self-play's policy targets
 
 For each network: its raw policy's and its value head's figures, its value's one-ply move (the move
 whose successor the value rates worst for the opponent: what a search reads of the value one ply down,
@@ -11,7 +12,8 @@ where a hung piece shows), its value's side-to-move offset (`value_offset`), the
 Stockfish's best move and its regret (win% lost per move), each search as the arena plays it
 (`SearchConfig.for_play` over the network's recorded search, then the variant's keys). `--grid`
 measures the Q transforms and value scales that decide whether a search keeps what the prior knows
-(docs/experiments/). One JSON object, with the load average and the seconds of each search.
+(docs/experiments/). `--targets` reads each search as self-play runs it (root noise on) for its policy
+targets, the distribution the learner trains the policy on, beside the prior they start from. One JSON object, with the load average and the seconds of each search.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -111,7 +115,54 @@ def value_offset(probe, game, apply, variables, batch_size: int = 32) -> dict:
             "correlation": float(np.corrcoef(ref, net)[0, 1])}
 
 
-def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -> dict:
+def expected_score(probe, slot_actions: np.ndarray, weights: np.ndarray) -> dict:
+    """A distribution over each position's moves (`weights` [N, S] on the pgx ids `slot_actions` [N, S],
+    -1 an empty slot) against Stockfish's: the expected agreement and regret (win% lost) of a move drawn
+    from it, each with its 95% interval over positions. The uniform distribution is the random mover."""
+    from arena import probe as probe_lib
+    slots = np.asarray(slot_actions)
+    match = (slots[:, :, None] == probe.actions[:, None, :]) & (slots >= 0)[:, :, None]  # [N, S, W]
+    value = np.where(match, probe.values[:, None, :], -np.inf).max(axis=2)  # [N, S] win prob per slot
+    w = np.where(slots >= 0, np.asarray(weights, np.float64), 0.0)
+    w = w / w.sum(axis=1, keepdims=True)
+    if not np.isfinite(value[w > 0]).all():
+        raise ValueError("a weighted move is not among its probe position's legal moves")
+    best = probe.best[:, None]
+    agree = (w * (value >= best - probe_lib.TIE)).sum(axis=1)
+    regret = 100 * (w * np.where(w > 0, best - value, 0.0)).sum(axis=1)
+    (a, a_lo, a_hi), (r, r_lo, r_hi) = probe_lib.mean_interval(agree), probe_lib.mean_interval(regret)
+    return {"agreement": a, "agreement_lower": a_lo, "agreement_upper": a_hi,
+            "regret": r, "regret_lower": r_lo, "regret_upper": r_hi}
+
+
+def target_scores(probe, search_fn, variables) -> dict:
+    """A self-play search's policy targets and the prior they start from, each as a distribution over
+    the moves (expected_score), with the targets' entropy and KL(target || prior) in nats: whether
+    the search has anything to teach the policy it trains."""
+    import jax
+
+    from arena import probe as probe_lib
+    outs = []
+
+    def record(states, key):
+        out = jax.device_get(search_fn(variables, states, key))
+        outs.append((out.slot_actions, out.policy_target, out.prior_logits))
+        return np.asarray(out.action)
+
+    probe_lib.mover_actions(probe, record, batch_size=32)
+    slots, target, logits = (np.concatenate(x)[:len(probe)] for x in zip(*outs))
+    live = slots >= 0
+    logits = np.where(live, logits, -np.inf)
+    prior = np.exp(logits - logits.max(axis=1, keepdims=True))
+    prior /= prior.sum(axis=1, keepdims=True)
+    t = np.where(live, target, 0.0) / np.where(live, target, 0.0).sum(axis=1, keepdims=True)
+    logs = lambda x: np.log(np.where(t > 0, x, 1.0))  # noqa: E731
+    return {"target": expected_score(probe, slots, t), "prior": expected_score(probe, slots, prior),
+            "target_entropy": float(-(t * logs(t)).sum(axis=1).mean()),
+            "kl_target_prior": float((t * (logs(t) - logs(prior))).sum(axis=1).mean())}
+
+
+def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe, targets: bool = False) -> dict:
     import dataclasses
 
     import games
@@ -142,6 +193,14 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe) -
                                  "policy": cfg.policy, "q_transform": cfg.q_transform, "value_scale": cfg.value_scale}
         print(f"{net_dir} {name}: {100 * score.agreement:.1f}% agree, regret {score.regret:.1f} "
               f"(policy {100 * report.policy.agreement:.1f}%, {report.policy.regret:.1f})", file=sys.stderr, flush=True)
+        if targets:  # the same search as self-play runs it: root noise on
+            noisy = dataclasses.replace(cfg, root_noise=True, gumbel_scale=1.0)
+            found = target_scores(probe, search_lib.make_search(game, apply, noisy), network.variables)
+            out["searches"][name]["targets"] = found
+            print(f"{net_dir} {name} targets: {100 * found['target']['agreement']:.1f}% agree, regret "
+                  f"{found['target']['regret']:.1f} (prior {100 * found['prior']['agreement']:.1f}%, "
+                  f"{found['prior']['regret']:.1f}); KL(target || prior) {found['kl_target_prior']:.3f}",
+                  file=sys.stderr, flush=True)
     return out
 
 
@@ -153,6 +212,8 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", action="store_true", help="the Q transforms and value scales of GRID")
     parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
     parser.add_argument("--no-search", action="store_true", help="the raw network's figures alone")
+    parser.add_argument("--targets", action="store_true",
+                        help="also each search's self-play policy targets (root noise on) as distributions")
     args = parser.parse_args(argv)
     from arena import probe as probe_lib
     variants = {} if args.no_search else dict(GRID) if args.grid else {"recorded": {}}
@@ -160,7 +221,7 @@ def main(argv=None) -> int:
         variants.update({text: parse_keys(text) for text in args.search})
     start = time.perf_counter()
     probe = probe_lib.ProbeSet.load(limit=args.limit)
-    results = [measure(net, variants, args.sims, args.limit, probe) for net in args.net]
+    results = [measure(net, variants, args.sims, args.limit, probe, args.targets) for net in args.net]
     print(json.dumps({"bench": "probe", "positions": len(probe), "sims": args.sims, "networks": results,
                       "seconds": time.perf_counter() - start, "load_average": os.getloadavg()[0]}))
     return 0

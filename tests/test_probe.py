@@ -247,3 +247,40 @@ def test_the_value_offset_fits_every_position_and_successor(hand):
     fit = bench.value_offset(hand, game, apply, {}, batch_size=3)
     assert fit["boards"] == len(hand) + successors
     assert fit["intercept"] == pytest.approx(0.25) and fit["slope"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_expected_scores_of_distributions_against_the_random_mover_and_by_hand(hand):
+    """bench/probe.py's expected_score: the uniform distribution is the random mover (exact); half on
+    Nc6 (a best move) and half on h6 (0.1 against 0.5) agrees half the time and loses 20 points on
+    average; target_scores over a search stub whose target is one best move and whose prior is flat:
+    the target agrees always, the prior as the random mover, KL(target || prior) = log(legal moves)."""
+    import types
+
+    from by_path import load_module
+    bench = load_module(Path(__file__).resolve().parents[1] / "bench" / "probe.py", "bench_probe")
+    legal = hand.actions >= 0
+    uniform = bench.expected_score(hand, hand.actions, legal.astype(float))
+    random = hand.random_score()
+    assert uniform["agreement"] == pytest.approx(random.agreement) and uniform["regret"] == pytest.approx(random.regret)
+    half = np.zeros(hand.actions.shape)
+    half[0, hand.positions[0].moves.index("b8c6")] = half[0, hand.positions[0].moves.index("h7h6")] = 1.0
+    half[1, hand.positions[1].moves.index("e2e4")] = 1.0
+    by_row = bench.expected_score(hand, hand.actions, half)
+    assert by_row["agreement"] == pytest.approx((0.5 + 1.0) / 2) and by_row["regret"] == pytest.approx((20 + 0) / 2)
+    best = [_action(hand, 0, "d7d6"), _action(hand, 1, "e2e4")]
+
+    def search(variables, states, key):  # slots: the legal moves in increasing id, as the search's
+        mask = np.asarray(states.legal_action_mask)
+        slots = np.full((len(mask), hand.actions.shape[1]), -1)
+        for i, row in enumerate(mask):
+            slots[i, :row.sum()] = np.flatnonzero(row)
+        row_of = [[sorted(a[a >= 0]) for a in hand.actions].index(sorted(s[s >= 0])) for s in slots]
+        target = (slots == np.array([best[r] for r in row_of])[:, None]).astype(np.float32)
+        return types.SimpleNamespace(slot_actions=slots, policy_target=target, action=target.argmax(axis=1),
+                                     prior_logits=np.where(slots >= 0, 0.0, -1e9))
+
+    found = bench.target_scores(hand, search, {})
+    assert found["target"]["agreement"] == 1.0 and found["target"]["regret"] == 0.0
+    assert found["prior"]["agreement"] == pytest.approx(random.agreement)
+    assert found["kl_target_prior"] == pytest.approx(np.log(legal.sum(axis=1)).mean())
+    assert found["target_entropy"] == 0.0
