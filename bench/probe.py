@@ -13,7 +13,8 @@ Stockfish's best move and its regret (win% lost per move), each search as the ar
 (`SearchConfig.for_play` over the network's recorded search, then the variant's keys). `--grid`
 measures the Q transforms and value scales that decide whether a search keeps what the prior knows
 (docs/experiments/). `--targets` reads each search as self-play runs it (root noise on) for its policy
-targets, the distribution the learner trains the policy on, beside the prior they start from. One JSON object, with the load average and the seconds of each search.
+targets, the distribution the learner trains the policy on, beside the prior they start from. One
+JSON object, with the load average and the seconds of each search.
 """
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ def target_scores(probe, search_fn, variables) -> dict:
     logits = np.where(live, logits, -np.inf)
     prior = np.exp(logits - logits.max(axis=1, keepdims=True))
     prior /= prior.sum(axis=1, keepdims=True)
-    t = np.where(live, target, 0.0) / np.where(live, target, 0.0).sum(axis=1, keepdims=True)
+    t = np.where(live, target, 0.0)
+    t /= t.sum(axis=1, keepdims=True)
     logs = lambda x: np.log(np.where(t > 0, x, 1.0))  # noqa: E731
     return {"target": expected_score(probe, slots, t), "prior": expected_score(probe, slots, prior),
             "target_entropy": float(-(t * logs(t)).sum(axis=1).mean()),
@@ -193,8 +195,9 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe, t
                                  "policy": cfg.policy, "q_transform": cfg.q_transform, "value_scale": cfg.value_scale}
         print(f"{net_dir} {name}: {100 * score.agreement:.1f}% agree, regret {score.regret:.1f} "
               f"(policy {100 * report.policy.agreement:.1f}%, {report.policy.regret:.1f})", file=sys.stderr, flush=True)
-        if targets:  # the same search as self-play runs it: root noise on
-            noisy = dataclasses.replace(cfg, root_noise=True, gumbel_scale=1.0)
+        if targets:  # the same search as self-play runs it: the recorded root noise, which for_play took off
+            recorded = {**dataclasses.asdict(search_lib.SearchConfig()), **network.metadata.get("search", {})}
+            noisy = dataclasses.replace(cfg, root_noise=recorded["root_noise"], gumbel_scale=recorded["gumbel_scale"])
             found = target_scores(probe, search_lib.make_search(game, apply, noisy), network.variables)
             out["searches"][name]["targets"] = found
             print(f"{net_dir} {name} targets: {100 * found['target']['agreement']:.1f}% agree, regret "
