@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -157,10 +158,12 @@ def target_scores(probe, search_fn, variables) -> dict:
     prior = np.exp(logits - logits.max(axis=1, keepdims=True))
     prior /= prior.sum(axis=1, keepdims=True)
     t = np.where(live, target, 0.0)
-    t /= t.sum(axis=1, keepdims=True)
+    keep = t.sum(axis=1) > 0  # a root the search found decided (or too few simulations) has no target
+    rows = types.SimpleNamespace(actions=probe.actions[keep], values=probe.values[keep], best=probe.best[keep])
+    slots, t, prior = slots[keep], t[keep] / t[keep].sum(axis=1, keepdims=True), prior[keep]
     logs = lambda x: np.log(np.where(t > 0, x, 1.0))  # noqa: E731
-    return {"target": expected_score(probe, slots, t), "prior": expected_score(probe, slots, prior),
-            "target_entropy": float(-(t * logs(t)).sum(axis=1).mean()),
+    return {"target": expected_score(rows, slots, t), "prior": expected_score(rows, slots, prior),
+            "positions": int(keep.sum()), "target_entropy": float(-(t * logs(t)).sum(axis=1).mean()),
             "kl_target_prior": float((t * (logs(t) - logs(prior))).sum(axis=1).mean())}
 
 
@@ -202,7 +205,8 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe, t
             out["searches"][name]["targets"] = found
             print(f"{net_dir} {name} targets: {100 * found['target']['agreement']:.1f}% agree, regret "
                   f"{found['target']['regret']:.1f} (prior {100 * found['prior']['agreement']:.1f}%, "
-                  f"{found['prior']['regret']:.1f}); KL(target || prior) {found['kl_target_prior']:.3f}",
+                  f"{found['prior']['regret']:.1f}); KL(target || prior) {found['kl_target_prior']:.3f}; "
+                  f"{found['positions']} positions with a target",
                   file=sys.stderr, flush=True)
     return out
 
