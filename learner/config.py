@@ -33,6 +33,10 @@ class LearnerConfig:
     # a warm run's penalty on drifting from where it started: + this x KL(start || policy) over each
     # batch's legal moves, start the policy of init.network's weights (the run's first network); 0: off
     start_policy_weight: float = 0.0
+    # ... and on its value drifting from the start's: + this x (v - v_start)^2 over each batch, v_start
+    # init.network's value as it plays (BatchNorm's running statistics); 0: off. A warm run that trains
+    # the policy alone (value_weight 0) still moves the value through the shared trunk
+    start_value_weight: float = 0.0
     # chess: the value target leans on the board's material at first, a dense signal where early self-play
     # games end by mates few positions explain: target = (1 - m) target + m tanh(0.184 x the side to move's
     # material lead in pawns) (Lichess's win% curve), m this share at step 0, falling linearly to 0 at
@@ -58,6 +62,12 @@ class LearnerConfig:
     # removed fields that saved configs still name (configs/loader.py)
     RETIRED: ClassVar = {"opponent_policy_weight": Retired(0.15), "lr_warmup_steps": Retired(0)}
 
+    @property
+    def holds_start(self) -> bool:
+        """Whether a term keeps this network near the run's first one (start_policy_weight or
+        start_value_weight), so the learner needs init.network's variables."""
+        return self.start_policy_weight > 0 or self.start_value_weight > 0
+
     def __post_init__(self):
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
             raise ValueError("lr_values needs exactly one more entry than lr_boundaries")
@@ -69,7 +79,7 @@ class LearnerConfig:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
-        for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight"):
+        for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight", "start_value_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
                                  f"its target), got {getattr(self, name):g}; 0 turns the term off")

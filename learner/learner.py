@@ -55,9 +55,9 @@ class Learner:
         self._train_step = make_train_step(net, cfg, game.symmetries, obs_spec=jax.ShapeDtypeStruct(
             game.spec.observation_shape, game.observation_dtype), material_of=material_of)
         self._state = jax.device_put(state, self._replicated)
-        # the run's first network, whose policy cfg.start_policy_weight keeps this one near
+        # the run's first network, whose policy and value cfg.start_policy_weight / start_value_weight keep this one near
         self._start = (jax.device_put(start_variables, self._replicated)
-                       if cfg.start_policy_weight > 0 and start_variables is not None else None)
+                       if cfg.holds_start and start_variables is not None else None)
         # Host copies (the step never changes the RNG): seeds and publication need no device sync.
         self._rng, self._step = np.asarray(state.rng), int(state.step)
         self._replay, self._store = replay, store

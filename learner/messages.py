@@ -19,6 +19,7 @@ class TrainMetrics:
     value_std: Optional[float] = None  # std of v over the batch: ~0 when the value head ignores its input
     wdl_loss: Optional[float] = None  # WDL cross entropy (networks with a WDL head)
     start_kl: Optional[float] = None  # KL(start || policy) over the legal moves (learner.start_policy_weight > 0)
+    start_value_gap: Optional[float] = None  # mean (v - v_start)^2 over the batch (learner.start_value_weight > 0)
     # Value health (docs/selfplay.md, "Value health"); None where the step cannot tell:
     value_active: Optional[float] = None  # share of the ResNet value head's 1x1-conv units past their ReLU (0: dead)
     value_explained: Optional[float] = None  # 1 - Var(z - v) / Var(z) over the batch (None: every z equal)

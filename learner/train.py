@@ -188,7 +188,8 @@ def batch_figures(batch: Batch, step: jax.Array) -> dict[str, jax.Array]:
 def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch, start: Any = None,
                      material: MaterialTarget | None = None):
     """Scalar loss, (new batch_stats, metrics dict). `start`: the run's first network's variables,
-    whose policy `cfg.start_policy_weight` keeps this one near (None: no such term); `material`: the
+    whose policy and value `cfg.start_policy_weight` / `start_value_weight` keep this one near (None: no
+    such term); `material`: the
     value target's material part (learner.material_value; None: none)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                              train=True, mutable=["batch_stats", "intermediates"])
@@ -214,11 +215,16 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
         loss = loss + cfg.wdl_weight * wdl_loss
         metrics["wdl_loss"] = wdl_loss
     if start is not None:
-        start_out = net.apply(start, batch.observation, train=False)
-        start_log_p, _ = legal_log_probs(jax.lax.stop_gradient(start_out.policy_logits), batch.legal_actions)
-        start_kl = jnp.sum(jnp.where(valid, jnp.exp(start_log_p) * (start_log_p - log_p), 0.0), axis=-1).mean()
-        loss = loss + cfg.start_policy_weight * start_kl
-        metrics["start_kl"] = start_kl
+        start_out = jax.lax.stop_gradient(net.apply(start, batch.observation, train=False))
+        if cfg.start_policy_weight > 0:
+            start_log_p, _ = legal_log_probs(start_out.policy_logits, batch.legal_actions)
+            start_kl = jnp.sum(jnp.where(valid, jnp.exp(start_log_p) * (start_log_p - log_p), 0.0), axis=-1).mean()
+            loss = loss + cfg.start_policy_weight * start_kl
+            metrics["start_kl"] = start_kl
+        if cfg.start_value_weight > 0:
+            gap = jnp.mean((out.value.astype(jnp.float32) - start_out.value.astype(jnp.float32)) ** 2)
+            loss = loss + cfg.start_value_weight * gap
+            metrics["start_value_gap"] = gap
     metrics["loss"] = loss
     return loss, (updates.get("batch_stats", batch_stats), metrics)
 
@@ -226,7 +232,7 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
 def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transform, ...] = (),
                     obs_spec: jax.ShapeDtypeStruct | None = None, material_of: Any = None):
     """jitted (TrainState, batch, start=None) -> (TrainState, metrics incl. learning_rate, l2 norm);
-    `start`: the variables of the run's first network, for `cfg.start_policy_weight`. With
+    `start`: the variables of the run's first network, for `cfg.start_policy_weight` / `start_value_weight`. With
     `cfg.augment`, each position of the batch (a NamedTuple) first goes under one of `transforms`,
     drawn from the state's RNG and step (a resumed run draws the same). `obs_spec`: one
     position's shape and dtype, needed for batches of packed observations. `material_of`: observations

@@ -30,7 +30,8 @@ def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = No
     """The value head's figures and what the learner trains on (docs/selfplay.md#value-health):
     "value std 0.21 (350% of start), 48% active, explained 0.31; trained won/resigned/capped/drawn
     40/10/30/20%, age 35 steps" (with anchor boards: "30/10/20/15% + anchor 25%"; with
-    learner.start_policy_weight: "; policy KL from start 0.042"); "" before the first step."""
+    learner.start_policy_weight: "; policy KL from start 0.042"; with start_value_weight: "; value RMS from
+    start 0.031"); "" before the first step."""
     if m is None or m.value_std is None:
         return ""
     text = f"value std {m.value_std:.2g}"
@@ -53,6 +54,8 @@ def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = No
         text += f", age {m.sample_age:.0f} steps"
     if m.start_kl is not None:  # learner.start_policy_weight: how far the policy has moved from the start's
         text += f"; policy KL from start {m.start_kl:.3f}"
+    if m.start_value_gap is not None:  # learner.start_value_weight: the value's, as a root mean square
+        text += f"; value RMS from start {m.start_value_gap ** 0.5:.3f}"
     return text
 
 
@@ -163,6 +166,8 @@ class Progress:
                 w.add_scalar("loss/wdl", m.wdl_loss, step)
             if m.start_kl is not None:
                 w.add_scalar("loss/start_kl", m.start_kl, step)
+            if m.start_value_gap is not None:
+                w.add_scalar("loss/start_value_gap", m.start_value_gap, step)
             w.add_scalar("policy_entropy", m.policy_entropy, step)
             if m.value_std is not None:
                 w.add_scalar("value_std", m.value_std, step)

@@ -129,12 +129,13 @@ def test_a_network_of_another_shape_or_path_is_one_line(distilled):
 
 
 def test_a_warm_run_holding_its_policy_near_the_start_reads_the_start_on_resume_too(distilled):
-    """learner.start_policy_weight needs init.network (one line without it); a resumed run reads
-    init.network's weights for the penalty alone (its state is the checkpoint's)."""
+    """learner.start_policy_weight and start_value_weight need init.network (one line without it); a
+    resumed run reads init.network's weights for the penalties alone (its state is the checkpoint's)."""
     tmp, summary = distilled
     game = games.make("chess")
-    with pytest.raises(ValueError, match="start_policy_weight keeps the policy near init.network"):
-        load(SelfPlayConfig, str(tmp / "tiny.yaml"), ["learner.start_policy_weight=0.5"])
+    for name in ("start_policy_weight", "start_value_weight"):
+        with pytest.raises(ValueError, match=f"{name} keeps the network near init.network"):
+            load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"learner.{name}=0.5"])
     cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false",
                                                         "learner.start_policy_weight=0.5"])
     saved = models.network_dir.load(summary["network"])
@@ -142,6 +143,8 @@ def test_a_warm_run_holding_its_policy_near_the_start_reads_the_start_on_resume_
     jax.tree.map(np.testing.assert_array_equal, resumed["params"], saved.variables["params"])
     plain = dataclasses.replace(cfg, learner=dataclasses.replace(cfg.learner, start_policy_weight=0.0))
     assert read_inputs(plain, game, resume=True).init_variables is None
+    value_held = dataclasses.replace(plain, learner=dataclasses.replace(plain.learner, start_value_weight=1.0))
+    assert read_inputs(value_held, game, resume=True).init_variables is not None
 
 
 def test_a_warm_start_whose_value_head_dies_says_so_and_how_to_start_again(tmp_path, capsys):
