@@ -1,8 +1,9 @@
 """Input features a game defines beside pgx's observation: extra planes a network reads, chosen by
-name in `network.input_features` (models/network.py appends them for any network family).
+name in `network.input_features` (models/network.py checks the names against this registry and
+appends them for any network family).
 
-    features.check(("parity", "threats"), "connect_four")                 # ValueError: one line
-    features.num_planes(("parity", "threats"), "connect_four")            # 3
+    features.of("connect_four")                                           # ("parity", "threats")
+    features.FEATURES["threats"]["connect_four"].planes                   # 2
     x = features.append(("parity", "threats"), "connect_four", obs)       # [B, 6, 7, 2 + 3] float32
 
 Each feature is a function of the observation alone (jit-able, batched), so the search, the learner,
@@ -85,32 +86,16 @@ def of(game: str) -> tuple[str, ...]:
     return tuple(name for name, games in FEATURES.items() if game in games)
 
 
-def check(names: Sequence[str], game: str) -> None:
-    """Raises one ValueError line naming the first feature `game` does not define (or a repeat)."""
-    for i, name in enumerate(names):
-        if name not in FEATURES:
-            raise ValueError(f"network.input_features: unknown feature {name!r} (known: {', '.join(FEATURES)})")
-        if game not in FEATURES[name]:
-            theirs = ", ".join(FEATURES[name])
-            raise ValueError(f"network.input_features: {name!r} is a feature of {theirs}, not {game} "
-                             f"({game}'s: {', '.join(of(game)) or 'none'})")
-        if name in names[:i]:
-            raise ValueError(f"network.input_features: {name!r} is listed twice")
-
-
-def num_planes(names: Sequence[str], game: str) -> int:
-    """Planes `names` append to `game`'s observation."""
-    check(names, game)
-    return sum(FEATURES[name][game].planes for name in names)
-
-
 def append(names: Sequence[str], game: str, obs: jax.Array) -> jax.Array:
-    """obs [B, H, W, C] -> float32 [B, H, W, C + num_planes]: the observation, then each feature's
-    planes in the order of `names`, each computed from the observation alone."""
+    """obs [B, H, W, C] -> float32 [B, H, W, C + their planes]: the observation, then each feature's
+    planes in the order of `names`, each computed from the observation alone (names `game` defines:
+    a network config's are checked by models/network.py)."""
     x = obs.astype(jnp.float32)
     if not names:
         return x
-    check(names, game)
+    undefined = [name for name in names if game not in FEATURES.get(name, {})]
+    if undefined:
+        raise ValueError(f"{game} defines no input feature {undefined[0]!r} (its features: {', '.join(of(game)) or 'none'})")
     return jnp.concatenate([x] + [FEATURES[name][game].compute(x).astype(jnp.float32) for name in names], axis=-1)
 
 

@@ -67,9 +67,29 @@ def check_game(cfg: NetworkConfig, game: str) -> None:
     `make_network` both ask, so a run fails before it starts and a library caller still hears)."""
     if cfg.family == "chessformer" and game != "chess":
         raise ValueError(f"the chessformer family plays chess only, not '{game}': use network.family=resnet")
-    features.check(cfg.input_features, game)
+    _check_features(cfg.input_features, game)
     if not cfg.history:
         features.check_history(game)
+
+
+def _check_features(names: tuple[str, ...], game: str) -> None:
+    """One ValueError line naming the first of `names` that `game` does not define (games/features.py's
+    registry), or a repeat."""
+    for i, name in enumerate(names):
+        if name not in features.FEATURES:
+            raise ValueError(f"network.input_features: unknown feature {name!r} (known: {', '.join(features.FEATURES)})")
+        if game not in features.FEATURES[name]:
+            theirs = ", ".join(features.FEATURES[name])
+            raise ValueError(f"network.input_features: {name!r} is a feature of {theirs}, not {game} "
+                             f"({game}'s: {', '.join(features.of(game)) or 'none'})")
+        if name in names[:i]:
+            raise ValueError(f"network.input_features: {name!r} is listed twice")
+
+
+def input_planes(cfg: NetworkConfig, game_spec) -> int:
+    """Planes the network reads: `game_spec`'s observation and the features `cfg` appends."""
+    return game_spec.observation_shape[-1] + sum(features.FEATURES[name][game_spec.name].planes
+                                                 for name in cfg.input_features)
 
 
 def upgrade_network_dict(network: Any, game: Optional[str]) -> Any:
@@ -130,8 +150,8 @@ def make_network(cfg: NetworkConfig, game_spec) -> nn.Module:
     else:
         # Same architecture, but read pgx's observation planes (and the game's features) and score
         # pgx's action ids.
-        planes = game_spec.observation_shape[-1] + features.num_planes(cfg.input_features, game_spec.name)
-        body = Chessformer(dataclasses.replace(cfg.chessformer, input_features=planes, policy_space="pgx"))
+        body = Chessformer(dataclasses.replace(cfg.chessformer, input_features=input_planes(cfg, game_spec),
+                                               policy_space="pgx"))
     if not cfg.input_features and cfg.history:
         return body
     return WithFeatures(body, game_spec.name, tuple(cfg.input_features), cfg.history)

@@ -175,6 +175,8 @@ def test_a_feature_the_game_does_not_define_is_one_config_line():
         load(SelfPlayConfig, ROOT / "configs/connect_four.yaml", ["network.input_features=[threats, threats]"])
     with pytest.raises(ValueError, match="not chess"):  # a library caller hears it too
         models.make_network(NetworkConfig(resnet=TINY, input_features=("threats",)), games.make("chess").spec)
+    with pytest.raises(ValueError, match=r"chess defines no input feature 'parity' \(its features: none\)"):
+        features.append(("parity",), "chess", jnp.zeros((1, 8, 8, 119)))  # the registry's own guard
     with pytest.raises(ValueError, match="student on its native input"):
         models.make_student(NetworkConfig(family="searchless", input_features=("parity",)))
 

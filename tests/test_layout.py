@@ -254,12 +254,12 @@ def _config_trail():
 
 def test_no_call_path_of_the_run_returns_to_a_room_it_left():
     # the run's config goes down the floors: no call path goes from a room to another and back
-    # (the flat trail's `returns`, run's own calls from room to room included, is held where it is: 9,
-    # with the local learner's construction in sight of the walk since make_learner names its class)
+    # (the flat trail's `returns`, run's own calls from room to room included, is held at the design's
+    # bound of 8, with the local learner's construction in sight of the walk since make_learner names its class)
     trail = _config_trail().measure()
     assert (trail.steps[0].file, trail.steps[0].function) == ("selfplay/run.py", "run")
     assert len({s.file for s in trail.steps}) > 5 and trail.summary()["returns"] == len(trail.return_steps())
-    assert trail.summary()["returns"] <= 9, trail.return_steps()
+    assert trail.summary()["returns"] <= 8, trail.return_steps()
     assert trail.summary()["loop_steps"] == []
 
 
