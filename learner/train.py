@@ -189,8 +189,7 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
                      material: MaterialTarget | None = None):
     """Scalar loss, (new batch_stats, metrics dict). `start`: the run's first network's variables,
     whose policy and value `cfg.start_policy_weight` / `start_value_weight` keep this one near (None: no
-    such term); `material`: the
-    value target's material part (learner.material_value; None: none)."""
+    such term); `material`: the value target's material part (learner.material_value; None: none)."""
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
                              train=True, mutable=["batch_stats", "intermediates"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
