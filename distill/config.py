@@ -54,7 +54,8 @@ class DataConfig:
     target: Target = "av"  # "av" / "av_all" (action values), "sv" (state values) or "bc" (behavioural cloning)
     test_fraction: float = 0.05  # share of GAMES held out for evaluation
     sampler: Sampler = "unique"  # "unique": uniform over boards; "weighted": by occurrence count
-    bc_soft: bool = False  # BC from the record's soft policy (self-play visits) instead of one move
+    # BC, and AV-all's best-move term, toward the record's soft policy (self-play visits) instead of one move
+    bc_soft: bool = False
     sv_from: Literal["value", "outcome"] = "value"  # SV target: oracle/root value or game result
     # removed fields that saved configs still name (configs/loader.py); an older corpus's fast plies
     # (playout cap randomization) are always left out (distill/records.py)

@@ -111,8 +111,8 @@ def _boards(ex: Examples, rng: np.random.Generator, n: int, sampler: str) -> np.
 def sample_batch(ex: Examples, target: str, rng: np.random.Generator, batch_size: int,
                  family: str = "searchless", sampler: str = "unique", bc_soft: bool = False) -> dict:
     """A random batch: {"inputs": [B, 77|78] tokens or [B, 64, 112] squares, "is_black": [B],
-    "value": [B] (AV/SV), "action": [B] (BC), "policy": [B, 1968] (BC soft), "move_values" and
-    "move_mask": [B, 1968] (AV-all)}."""
+    "value": [B] (AV/SV), "action": [B] (BC), "policy": [B, 1968] (BC and AV-all with `bc_soft`),
+    "move_values" and "move_mask": [B, 1968] (AV-all)}."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (use one of {TARGETS})")
     if target == "av":
@@ -133,8 +133,8 @@ def sample_batch(ex: Examples, target: str, rng: np.random.Generator, batch_size
             batch["move_values"], batch["move_mask"] = move_values(ex, boards)
         else:
             batch["action"] = ex.best[boards]
-            if bc_soft:
-                batch["policy"] = soft_policy(ex, boards)
+        if bc_soft and target in ("bc", "av_all"):  # av_all: the best-move term's target
+            batch["policy"] = soft_policy(ex, boards)
     if family == "chessformer":
         batch["inputs"], batch["is_black"] = ex.chessformer_inputs(boards)
     return batch

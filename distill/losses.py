@@ -20,7 +20,8 @@ def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str,
     if target == "av_all":
         loss = all_moves_loss(pred.move_logits, batch["move_values"], batch["move_mask"])
         if best_move_weight:
-            loss += best_move_weight * best_move_loss(pred.move_logits, batch["move_values"], batch["move_mask"])
+            loss += best_move_weight * best_move_loss(pred.move_logits, batch["move_values"], batch["move_mask"],
+                                                      batch.get("policy"))
         return loss
     if target == "bc":
         if "policy" in batch:
@@ -43,14 +44,19 @@ def all_moves_loss(logits: jax.Array, values: jax.Array, mask: jax.Array) -> jax
     return jnp.mean(per_board)
 
 
-def best_move_loss(logits: jax.Array, values: jax.Array, mask: jax.Array) -> jax.Array:
+def best_move_loss(logits: jax.Array, values: jax.Array, mask: jax.Array,
+                   policy: jax.Array | None = None) -> jax.Array:
     """Softmax cross entropy over each board's legal moves (`mask` 1) against its best move, the
-    target shared evenly between moves tied at the best value; all [B, 1968].
+    target shared evenly between moves tied at the best value; all [B, 1968]. With `policy` [B, 1968]
+    (a self-play corpus's visit distribution, `data.bc_soft`) the target is that instead: what the
+    search chose, where the best completed value is often a lightly visited move's noisy Q.
 
     The BCE of all_moves_loss scores each move on its own, so a 1% error on a 52% move costs as
     much as one on a 5% move; this term spends the logits' capacity on the order at the top,
     which is what the agent's argmax plays (BC's target, on AV-all's logits)."""
     logits = jnp.where(mask > 0, logits.astype(jnp.float32), -1e9)
+    if policy is not None:
+        return jnp.mean(optax.softmax_cross_entropy(logits, policy))
     best = jnp.max(jnp.where(mask > 0, values, -1.0), -1, keepdims=True)
     target = ((values >= best) & (mask > 0)).astype(jnp.float32)
     target = target / jnp.maximum(jnp.sum(target, -1, keepdims=True), 1.0)

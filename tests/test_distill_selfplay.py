@@ -1,10 +1,11 @@
 """Self-play corpora as distill data: a real frozen corpus (replay/corpus.freeze) read as records,
-SV from outcome or root value, BC soft targets, AV completed with a teacher's one-ply values."""
+SV from outcome or root value, BC soft targets (and AV-all's best-move term toward them), AV completed with a teacher's one-ply values."""
 import chess
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from distill import dataset, selfplay_corpus
+from distill import dataset, encoding, losses, selfplay_corpus, student
 from distill.records import RecordStore, ShardWriter, iter_records
 from games import chess_bridge
 from replay import chunks, corpus
@@ -67,6 +68,11 @@ def test_frozen_corpus_reads_as_records_without_writing_into_it(frozen):
     np.testing.assert_allclose(batch["policy"].sum(1), 1.0, atol=1e-6)
     assert np.all(np.sort(batch["policy"], 1)[:, -2:] == np.array([0.25, 0.75], np.float32))
     assert np.all(batch["policy"][np.arange(16), batch["action"]] == np.float32(0.75))
+    # AV-all with bc_soft: the same distribution beside the values, for its best-move term
+    av = dataset.sample_batch(ex_value, "av_all", np.random.default_rng(0), 16, bc_soft=True)
+    np.testing.assert_array_equal(av["policy"], batch["policy"])
+    assert np.all((av["policy"] > 0) <= (av["move_mask"] > 0))
+    assert "policy" not in dataset.sample_batch(ex_value, "av_all", np.random.default_rng(0), 16)
 
 
 def test_fast_plies_of_an_older_playout_capped_corpus_are_left_out(tmp_path):
@@ -133,3 +139,20 @@ def test_several_runs_freeze_into_one_corpus_with_their_games_apart(tmp_path):
     assert len(store) == 2 * len(MOVES)
     assert sorted({store[i]["game"] for i in range(len(store))}) == ["0:a0-1", "1:a0-1"]
     assert [store[i]["fen"] for i in range(len(MOVES))] == [store[len(MOVES) + i]["fen"] for i in range(len(MOVES))]
+
+
+def test_best_move_term_toward_a_visit_distribution_by_hand():
+    """With a record's visit distribution (`data.bc_soft`) the term's target is the distribution, not
+    the move of the best value: here the best value's move 5 was visited least."""
+    logits = jnp.zeros((1, encoding.NUM_ACTIONS)).at[0, 5].set(np.log(3.0)).at[0, 100].set(50.0)
+    values = jnp.zeros_like(logits).at[0, 5].set(0.9).at[0, 9].set(0.6).at[0, 11].set(0.2)
+    mask = jnp.zeros_like(logits).at[0, jnp.array([5, 9, 11])].set(1.0)
+    policy = jnp.zeros_like(logits).at[0, 5].set(0.25).at[0, 9].set(0.75)
+    probs = np.array([3.0, 1.0, 1.0]) / 5.0
+    expected = -(0.25 * np.log(probs[0]) + 0.75 * np.log(probs[1]))
+    assert float(losses.best_move_loss(logits, values, mask, policy)) == pytest.approx(expected, rel=1e-5)
+    batch = {"move_values": values, "move_mask": mask, "policy": policy}
+    pred = student.StudentOutput(move_logits=logits)
+    plain = float(losses.loss_fn(pred, {"move_values": values, "move_mask": mask}, "av_all", "ce"))
+    assert float(losses.loss_fn(pred, batch, "av_all", "ce", best_move_weight=2.0)) == \
+        pytest.approx(plain + 2.0 * expected, rel=1e-5)

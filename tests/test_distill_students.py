@@ -99,7 +99,6 @@ def test_best_move_term_by_hand():
     assert mixed == pytest.approx(plain + 0.5 * expected, rel=1e-5)
 
 
-
 def test_best_move_weight_is_av_all_only_and_non_negative():
     """The AV-all preset's weight leaves a BC student's loss as it was (`--set data.target=bc` on
     distill_cpu.yaml stays a plain BC run); a negative weight is a one-line config error."""
