@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -126,7 +127,9 @@ def train(cfg) -> dict:
     compiled_at, compiled_step = start, start_step
     columns = [TextColumn(f"train {d.target}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("loss {task.fields[loss]}")]
-    with Progress(*columns, disable=not t.progress) as progress:
+    # a log file or a batch job's output has no live bar: one plain line per checkpoint instead
+    plain = t.progress and not sys.stdout.isatty()
+    with Progress(*columns, disable=not t.progress or plain) as progress:
         task = progress.add_task("train", total=t.max_steps, completed=start_step, loss="-")
         while step < t.max_steps and not (t.max_seconds and spent + time.time() - start > t.max_seconds):
             scale = lr_scale(t.lr_schedule, budget_progress(step, t.max_steps, spent + time.time() - start,
@@ -148,6 +151,9 @@ def train(cfg) -> dict:
             if step % t.checkpoint_every == 0:
                 manager.save(step, args=ocp.args.StandardSave(state))
                 _save_clock(out, step, spent + time.time() - start)
+                if plain:
+                    print(_log_line(d.target, step, t, losses, spent + time.time() - start,
+                                    (step - compiled_step) / max(time.time() - compiled_at, 1e-9)), flush=True)
     jax.block_until_ready(state)
     seconds = time.time() - start
     steps_per_second = (step - compiled_step) / max(time.time() - compiled_at, 1e-9)
@@ -175,6 +181,14 @@ def train(cfg) -> dict:
                "student": str(out / STUDENT_DIR)}
     (out / "train.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _log_line(target: str, step: int, t, losses: list, seconds: float, steps_per_second: float) -> str:
+    """One plain progress line: step, last logged loss, speed, wall time against the budget."""
+    loss = f"{losses[-1]:.4f}" if losses else "-"
+    budget = f" of {t.max_seconds:.0f}" if t.max_seconds else ""
+    return (f"train {target}: step {step}/{t.max_steps}, loss {loss}, {steps_per_second:.1f} steps/s, "
+            f"{seconds:.0f}{budget} s")
 
 
 def _move_values_per_second(target: str, ex, examples_per_second: float):

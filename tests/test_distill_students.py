@@ -247,7 +247,7 @@ def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_cho
 
 
 @pytest.mark.slow
-def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
+def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch, capsys):
     game = chess.Board()
     fens = []
     for uci in ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]:
@@ -268,8 +268,12 @@ def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch):
         f"train.out_dir={tmp_path / 'av'}", "train.progress=false", "evaluate.puzzles=puzzles.csv"])
     first = train.train(cfg)
     assert first["steps"] == 6 and first["final_train_loss"] > 0
-    resumed = train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=8)))
+    capsys.readouterr()
+    resumed = train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=8,
+                                                                             checkpoint_every=1, progress=True)))
     assert resumed["steps"] == 8 and resumed["new_steps"] == 2  # resumed from the step-6 state
+    # not a terminal: one plain line per checkpoint in place of the live bar
+    assert "train av: step 8/8, loss " in capsys.readouterr().out
     assert resumed["total_seconds"] >= first["seconds"] + resumed["seconds"] - 1e-6
     # a signal whose KeyboardInterrupt a gc callback swallowed still stops the loop at its next step
     signals._stop_requested = True
