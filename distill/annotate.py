@@ -65,6 +65,9 @@ def _worker_annotate(gb: boards_lib.GameBoard) -> tuple[boards_lib.GameBoard, di
     return gb, None, restarts, error
 
 
+PLAIN_EVERY = 1000  # new boards between plain progress lines (a few seconds to minutes of Stockfish)
+
+
 def done_fens(out_dir: str | Path) -> set[str]:
     """FENs already annotated in `out_dir` (empty if it does not exist yet)."""
     if not Path(out_dir).is_dir():
@@ -91,8 +94,9 @@ def annotate(boards: Iterable[boards_lib.GameBoard], out_dir: str | Path, *, eng
     columns = [TextColumn("annotate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn(), TextColumn("{task.fields[rate]} boards/min")]
     init_args = (engine_path, nodes_per_move, time_per_move)
+    plain = show_progress and not sys.stdout.isatty()  # a log file: a line every PLAIN_EVERY boards, no bar
     with ShardWriter(out_dir, shard_size) as writer, \
-            Progress(*columns, disable=not show_progress) as progress:
+            Progress(*columns, disable=not show_progress or plain) as progress:
         task = progress.add_task("annotate", total=len(todo), rate="-")
         if workers <= 1:
             _worker_init(*init_args)
@@ -113,6 +117,9 @@ def annotate(boards: Iterable[boards_lib.GameBoard], out_dir: str | Path, *, eng
                 new += 1
                 rate = new / max(time.time() - start, 1e-9) * 60
                 progress.update(task, advance=1, rate=f"{rate:.0f}")
+                if plain and (new % PLAIN_EVERY == 0 or new == len(todo)):
+                    print(f"annotate: {new}/{len(todo)} new boards ({skipped} done before), {rate:.0f} boards/min, "
+                          f"{time.time() - start:.0f} s", flush=True)
         finally:
             if pool is not None:
                 pool.terminate()

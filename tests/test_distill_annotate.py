@@ -43,14 +43,17 @@ def test_every_legal_move_gets_a_value_and_mate_is_found(tmp_path, stockfish):
     assert dict(zip(mate["moves"], mate["values"]))["a1a8"] == 1.0
 
 
-def test_resume_after_interruption_never_repeats(tmp_path, stockfish):
+def test_resume_after_interruption_never_repeats(tmp_path, stockfish, capsys):
     first = annotate.annotate(_boards(), tmp_path, nodes_per_move=20, max_new=2, show_progress=False)
     assert first["new"] == 2
     # a kill mid-write leaves a torn record; the resumed run trims it and continues
     with open(records.shard_paths(tmp_path)[-1], "ab") as f:
         f.write(b"\x87\xa3fen\xa5rnbqk")
-    second = annotate.annotate(_boards(), tmp_path, nodes_per_move=20, show_progress=False)
+    capsys.readouterr()
+    second = annotate.annotate(_boards(), tmp_path, nodes_per_move=20)  # stdout is not a terminal here
     assert second == {**second, "new": len(FENS) - 2, "skipped": 2}
+    n = len(FENS) - 2  # a plain line at the last board (and every PLAIN_EVERY), not a live bar
+    assert f"annotate: {n}/{n} new boards (2 done before)" in capsys.readouterr().out
     fens = [r["fen"] for r in records.iter_records(tmp_path)]
     assert collections.Counter(fens) == collections.Counter(FENS)
     third = annotate.annotate(_boards(), tmp_path, nodes_per_move=20, show_progress=False)
