@@ -125,6 +125,7 @@ def train(cfg) -> dict:
     writer = SummaryWriter(str(out / "tb"))
     losses, start, step = [], time.time(), start_step
     compiled_at, compiled_step = start, start_step
+    speed = lambda: (step - compiled_step) / max(time.time() - compiled_at, 1e-9)  # steps/s after the compile
     columns = [TextColumn(f"train {d.target}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("loss {task.fields[loss]}")]
     # a log file or a batch job's output has no live bar: one plain line per checkpoint instead
@@ -145,18 +146,16 @@ def train(cfg) -> dict:
                 losses.append(loss)
                 writer.add_scalar("train/loss", loss, step)
                 writer.add_scalar("train/learning_rate", t.learning_rate * scale, step)
-                writer.add_scalar("train/steps_per_second",
-                                  (step - compiled_step) / max(time.time() - compiled_at, 1e-9), step)
+                writer.add_scalar("train/steps_per_second", speed(), step)
                 progress.update(task, completed=step, loss=f"{loss:.4f}")
             if step % t.checkpoint_every == 0:
                 manager.save(step, args=ocp.args.StandardSave(state))
                 _save_clock(out, step, spent + time.time() - start)
                 if plain:
-                    print(_log_line(d.target, step, t, losses, spent + time.time() - start,
-                                    (step - compiled_step) / max(time.time() - compiled_at, 1e-9)), flush=True)
+                    print(_log_line(d.target, step, t, losses, spent + time.time() - start, speed()), flush=True)
     jax.block_until_ready(state)
     seconds = time.time() - start
-    steps_per_second = (step - compiled_step) / max(time.time() - compiled_at, 1e-9)
+    steps_per_second = speed()
     if manager.latest_step() != step:
         manager.save(step, args=ocp.args.StandardSave(state))
     manager.wait_until_finished()
