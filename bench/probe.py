@@ -188,7 +188,7 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe, t
           file=sys.stderr, flush=True)
     out["value_offset"] = value_offset(probe, game, apply, network.variables)
     for name, keys in variants.items():
-        cfg = search_config(network.metadata, {**keys, "num_simulations": sims}, f"network directory {net_dir}")
+        cfg = search_config(network.metadata, {"num_simulations": sims, **keys}, f"network directory {net_dir}")
         fn = search_lib.make_search(game, apply, cfg)
         from arena import mate_puzzles
         start = time.perf_counter()
@@ -211,11 +211,25 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe, t
     return out
 
 
+def check_searches(nets: list[str], variants: dict, sims: int) -> None:
+    """Every network's every search built before minutes of measuring: a key that cannot act on a
+    network's recorded search (fpu under Gumbel, a misspelt key) is one line naming both, up front."""
+    from arena import search_config
+    from models import network_dir
+    for net in nets:
+        try:
+            metadata = network_dir.load(net, check=False).metadata
+            for keys in variants.values():
+                search_config(metadata, {"num_simulations": sims, **keys}, f"network directory {net}")
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"probe.py: {e}") from None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--net", action="append", required=True, help="network directory (repeatable)")
     parser.add_argument("--sims", type=int, default=64, help="simulations per search")
-    parser.add_argument("--search", action="append", default=[], help="SearchConfig keys of one more search")
+    parser.add_argument("--search", action="append", default=[], help="SearchConfig keys of one more search (its num_simulations over --sims)")
     parser.add_argument("--grid", action="store_true", help="the Q transforms and value scales of GRID")
     parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
     parser.add_argument("--no-search", action="store_true", help="the raw network's figures alone")
@@ -226,6 +240,7 @@ def main(argv=None) -> int:
     variants = {} if args.no_search else dict(GRID) if args.grid else {"recorded": {}}
     if not args.no_search:
         variants.update({text: parse_keys(text) for text in args.search})
+    check_searches(args.net, variants, args.sims)
     start = time.perf_counter()
     probe = probe_lib.ProbeSet.load(limit=args.limit)
     results = [measure(net, variants, args.sims, args.limit, probe, args.targets) for net in args.net]

@@ -284,3 +284,16 @@ def test_expected_scores_of_distributions_against_the_random_mover_and_by_hand(h
     assert found["prior"]["agreement"] == pytest.approx(random.agreement)
     assert found["kl_target_prior"] == pytest.approx(np.log(legal.sum(axis=1)).mean())
     assert found["target_entropy"] == 0.0
+
+
+def test_a_search_that_cannot_act_fails_before_any_measuring(monkeypatch):
+    """bench/probe.py checks every network's every search first: PUCT's `fpu` under a Gumbel search is one
+    line naming the network and the fix, raised before the probe set is read (which would fail here)."""
+    from by_path import load_module
+    bench = load_module(Path(__file__).resolve().parents[1] / "bench" / "probe.py", "bench_probe")
+    net = str(Path(__file__).resolve().parents[1] / "networks" / "chess_cpu_60min")
+    monkeypatch.setattr(probe_lib.ProbeSet, "load", lambda **_: pytest.fail("measured before checking"))
+    with pytest.raises(SystemExit, match="chess_cpu_60min.*'fpu' is PUCT's.*parent_and_siblings"):
+        bench.main(["--net", net, "--search", "policy=gumbel,q_transform=fpu"])
+    with pytest.raises(SystemExit, match="network checkpoint not found"):
+        bench.main(["--net", "no/such/net", "--no-search"])
