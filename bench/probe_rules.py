@@ -1,15 +1,19 @@
-"""Rule movers on the probe set (arena/batched/probe.py): what its figures mean in chess, as JSON.
+"""Rule movers and arena agents on the probe set (arena/batched/probe.py): what its figures mean in chess, as JSON.
 
     .venv/bin/python bench/probe_rules.py                 # the 500 positions
     .venv/bin/python bench/probe_rules.py --limit 100
+    .venv/bin/python bench/probe_rules.py --agent "av:net=runs/distill/av/student" --agent "stockfish:skill=0,depth=1"
 
 A network's agreement with Stockfish's best move reads against movers whose knowledge is known:
   random     a uniform legal move (exact, the probe's own figure)
   captures   the capture of the most valuable piece by the least valuable attacker, else a random move
   material   two plies of material (1/3/3/5/9): the move whose worst reply leaves the most material,
              a mate first; ties broken at random
-So "above a random mover by 5 points" asks less of a network than taking what hangs. One JSON object:
-each mover's agreement and regret with 95% intervals, the seconds and the load average.
+So "above a random mover by 5 points" asks less of a network than taking what hangs. `--agent SPEC`
+(arena's agent specs, repeatable) puts any player on the same scale: a searchless student beside the
+network it learnt from, an engine level. Each position is played from its game's moves (an agent sees
+the history, as in a game). One JSON object: each mover's agreement and regret with 95% intervals, the
+seconds and the load average.
 """
 from __future__ import annotations
 
@@ -77,26 +81,52 @@ def material(board: chess.Board, rng: random.Random) -> chess.Move:
 MOVERS: dict[str, Mover] = {"captures": captures, "material": material}
 
 
+def game_board(position) -> chess.Board:
+    """The probe position as its game reached it (the history on python-chess's move stack)."""
+    board = chess.Board(position.start_fen)
+    for uci in position.history:
+        board.push_uci(uci)
+    return board
+
+
 def rule_actions(probe, mover: Mover, seed: int = 0) -> np.ndarray:
     """The mover's move in each probe position, as the probe's pgx action ids [N]."""
     rng = random.Random(seed)
-    return np.array([probe.actions[i, p.moves.index(mover(chess.Board(p.fen), rng).uci())]
+    return np.array([probe.actions[i, p.moves.index(mover(game_board(p), rng).uci())]
                      for i, p in enumerate(probe.positions)], np.int32)
+
+
+def agent_mover(agent) -> Mover:
+    """An arena agent as a mover, reset before each position."""
+    def move(board: chess.Board, rng: random.Random) -> chess.Move:
+        agent.reset()
+        return agent.select(board)[0]
+    return move
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="the first N probe positions")
     parser.add_argument("--seed", type=int, default=0, help="the random tie breaks'")
+    parser.add_argument("--agent", action="append", default=[], help="an arena agent spec (repeatable)")
     args = parser.parse_args(argv)
+    from arena import make_agent
     from arena import probe as probe_lib
+    try:
+        agents = {spec: make_agent(spec) for spec in args.agent}
+    except (OSError, ValueError) as e:  # a bad spec, a missing network or engine
+        raise SystemExit(f"probe_rules.py: {e}") from None
     start = time.perf_counter()
     probe = probe_lib.ProbeSet.load(limit=args.limit)
     movers = {"random": dataclasses.asdict(probe.random_score())}
-    for name, mover in MOVERS.items():
-        score = probe.score(rule_actions(probe, mover, args.seed))
-        movers[name] = dataclasses.asdict(score)
-        print(f"{name}: {100 * score.agreement:.1f}% agree, regret {score.regret:.1f}", file=sys.stderr, flush=True)
+    try:
+        for name, mover in {**MOVERS, **{spec: agent_mover(a) for spec, a in agents.items()}}.items():
+            score = probe.score(rule_actions(probe, mover, args.seed))
+            movers[name] = dataclasses.asdict(score)
+            print(f"{name}: {100 * score.agreement:.1f}% agree, regret {score.regret:.1f}", file=sys.stderr, flush=True)
+    finally:
+        for agent in agents.values():
+            agent.close()
     print(json.dumps({"bench": "probe_rules", "positions": len(probe), "movers": movers,
                       "seconds": time.perf_counter() - start, "load_average": os.getloadavg()[0]}))
     return 0

@@ -223,6 +223,33 @@ def test_the_rule_movers_take_what_hangs_and_keep_what_is_defended():
     assert probe.score(rules.rule_actions(probe, rules.captures)).agreement == 0.0  # no capture: a random move, not Ra8
 
 
+def test_an_agent_on_the_probe_sees_the_game_and_a_bad_spec_is_one_line(hand):
+    """bench/probe_rules.py --agent: an agent is reset before each position and plays it from its
+    game's moves (the board's move stack is the history, as in a game); its move scores as any
+    mover's (Nc6 ties black's best: agreement on that row). A spec the arena does not know is one
+    line naming it, before the probe set is read."""
+    import random
+
+    from by_path import load_module
+    rules = load_module(Path(__file__).resolve().parents[1] / "bench" / "probe_rules.py", "bench_probe_rules")
+    seen = []
+
+    class Stub:
+        def reset(self, game=None):
+            seen.append("reset")
+
+        def select(self, board):
+            seen.append(len(board.move_stack))
+            return (chess.Move.from_uci("b8c6") if board.turn == chess.BLACK else chess.Move.from_uci("e2e4")), {}
+
+    actions = rules.rule_actions(hand, rules.agent_mover(Stub()))
+    assert seen == [x for p in hand.positions for x in ("reset", len(p.history))]
+    assert hand.score(actions).agreement == 1.0
+    assert rules.agent_mover(Stub())(chess.Board(), random.Random(0)).uci() == "e2e4"
+    with pytest.raises(SystemExit, match="unknown agent 'nosuch'"):
+        rules.main(["--agent", "nosuch:x=1"])
+
+
 def _pushed(board: chess.Board, move: chess.Move) -> chess.Board:
     b = board.copy()
     b.push(move)
