@@ -219,7 +219,7 @@ def warm_start(cfg) -> dict:
     sample_obs = jnp.asarray(train.observation[:1], jnp.float32)
     with Checkpointer(out / "state", keep=2) as checkpoints:
         state, spent, meta = _start_or_resume(checkpoints, net, sp, w, sample_obs)
-        health, last = ValueHealthMonitor.from_meta(meta, check=VALUE_CHECK), None
+        health, last = ValueHealthMonitor.from_meta(meta, VALUE_CHECK, sp.network.value_reads_input), None
         state = jax.device_put(state, replicated)
         start_step = int(state.step)
         lr, step_fn = None, None

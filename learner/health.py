@@ -72,13 +72,17 @@ class ValueHealthMonitor:
     warning: Optional[str] = None  # the line printed, once
     warning_step: Optional[int] = None
     check: str = CHECK  # what the warning asks its reader to check (a warm start's keys differ)
+    # the value also reads the input through a linear term (network.resnet.value_input_skip): units
+    # that stop passing their ReLU leave it a linear value, not a constant, so only its spread and what
+    # it explains count (the progress line still shows the units)
+    linear_path: bool = False
 
     @classmethod
-    def from_meta(cls, meta: Mapping, check: str = CHECK) -> "ValueHealthMonitor":
+    def from_meta(cls, meta: Mapping, check: str = CHECK, linear_path: bool = False) -> "ValueHealthMonitor":
         """The first figures a checkpoint's meta kept (`meta()`), or none (a new run, older checkpoints)."""
         kept = meta.get("value_health_start") or {}
         return cls(start_step=kept.get("step"), value_std_start=kept.get("value_std"),
-                   value_active_start=kept.get("value_active"), check=check)
+                   value_active_start=kept.get("value_active"), check=check, linear_path=linear_path)
 
     def meta(self) -> dict:
         """What a checkpoint keeps so a resumed run compares with the run's start, not its own."""
@@ -96,9 +100,9 @@ class ValueHealthMonitor:
             self.start_step, self.value_std_start = step, metrics.value_std
             self.value_active_start = metrics.value_active
             return None
+        active = None if self.linear_path else metrics.value_active
         if self.warning is None and value_head_collapsing(step - self.start_step, metrics.value_std,
-                                                          self.value_std_start, metrics.value_active,
-                                                          metrics.value_explained):
+                                                          self.value_std_start, active, metrics.value_explained):
             self.warning, self.warning_step = collapse_line(
                 step, metrics.value_std, self.start_step, self.value_std_start, metrics.value_active,
                 self.check), step

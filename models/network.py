@@ -54,6 +54,12 @@ class NetworkConfig:
         each other's variables (e.g. a warm start's network and the run that starts from it)."""
         return self.family, getattr(self, self.family), self.input_features, self.history
 
+    @property
+    def value_reads_input(self) -> bool:
+        """The value also reads the input through a linear term (a ResNet's `value_input_skip`): its head's
+        hidden units can die without the value turning constant (learner/health.py)."""
+        return self.family == "resnet" and self.resnet.value_input_skip
+
     def describe(self) -> str:
         """One line of what the architecture is, as `--set network.*` would write it."""
         sub = dataclasses.asdict(getattr(self, self.family))

@@ -119,6 +119,7 @@ class _Session:
         self.gpus = GpuMonitor()
         self.gpu_figures: Optional[GpuFigures] = None  # taken when the loop stops
         self.value_health = start.value_health  # the run's first value figures, its warning
+        self.value_health.linear_path = cfg.network.value_reads_input
         self.final_variables = None  # the network saved at the stop
         self.evaluator = (EvaluatorHandle(cfg, self.run_dir, names["store"], cluster.on_this_node(), envs.evaluator)
                           if cfg.evaluation.enabled else None)

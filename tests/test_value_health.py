@@ -164,6 +164,35 @@ def test_the_warning_fires_on_a_dead_value_head_and_not_on_a_healthy_one(capsys)
     assert len(err) == 1 and err[0].startswith("value head collapsing at step 400")
 
 
+def test_dead_units_beside_a_live_linear_path_are_not_a_collapse():
+    """A ResNet whose value also reads the input's board means (`value_input_skip`) with its head's units
+    forced dead: while the linear term is zero (as initialised) the value is one constant and the
+    warning fires; once the term has weights the value spreads, and a monitor that knows the path
+    (`linear_path`, from NetworkConfig.value_reads_input) stays quiet where a plain one still fires."""
+    game = games.make("tic_tac_toe")
+    cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml").network
+    cfg = dataclasses.replace(cfg, resnet=dataclasses.replace(cfg.resnet, value_input_skip=True))
+    assert cfg.value_reads_input and not dataclasses.replace(cfg, family="chessformer").value_reads_input
+    net = models.make_network(cfg, game.spec)
+    batch = random_batch(128)
+    healthy = net.init(jax.random.PRNGKey(0), batch.observation[:1])
+    dead = with_value_bn(healthy, [1.0], [-100.0])
+    params = dict(dead["params"])
+    params["value_skip"] = {**params["value_skip"], "kernel": jnp.ones_like(params["value_skip"]["kernel"])}
+    linear = {**dead, "params": params}
+    start = train_metrics(net, healthy, batch)
+    flat, live = train_metrics(net, dead, batch), train_metrics(net, linear, batch)
+    assert flat.value_active == live.value_active == 0.0
+    assert flat.value_std < 1e-3 < start.value_std / 4 < live.value_std
+    for linear_path, fires in ((False, True), (True, False)):
+        monitor = ValueHealthMonitor.from_meta({}, linear_path=linear_path)
+        monitor.observe(10, start)
+        assert (monitor.observe(400, live) is not None) is fires
+    knows = ValueHealthMonitor(linear_path=True)
+    knows.observe(10, start)
+    assert knows.observe(400, flat).startswith("value head collapsing at step 400")
+
+
 @pytest.mark.parametrize("steps, std, active, explained, fires", [
     (199, 0.0, 0.0, 0.0, False),  # before MIN_STEPS nothing fires
     (200, 0.0249, 0.5, 0.049, True),  # below 25% of the start's 0.1, explaining next to nothing
