@@ -42,7 +42,7 @@ class LearnerConfig:
     # material lead in pawns) (Lichess's win% curve), m this share at step 0, falling linearly to 0 at
     # material_value_steps (0: held throughout); 0: off
     material_value: float = 0.0
-    material_value_steps: int = 0
+    material_value_steps: int = 0  # the learner step where the material share reaches 0 (0: held throughout)
     # each position under a random board symmetry of its game (games/symmetry.py: connect four's mirror,
     # tic-tac-toe's and Go's eight; chess has none), drawn afresh at every step
     augment: bool = False
