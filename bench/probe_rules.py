@@ -81,18 +81,10 @@ def material(board: chess.Board, rng: random.Random) -> chess.Move:
 MOVERS: dict[str, Mover] = {"captures": captures, "material": material}
 
 
-def game_board(position) -> chess.Board:
-    """The probe position as its game reached it (the history on python-chess's move stack)."""
-    board = chess.Board(position.start_fen)
-    for uci in position.history:
-        board.push_uci(uci)
-    return board
-
-
 def rule_actions(probe, mover: Mover, seed: int = 0) -> np.ndarray:
     """The mover's move in each probe position, as the probe's pgx action ids [N]."""
     rng = random.Random(seed)
-    return np.array([probe.actions[i, p.moves.index(mover(game_board(p), rng).uci())]
+    return np.array([probe.actions[i, p.moves.index(mover(p.board(), rng).uci())]
                      for i, p in enumerate(probe.positions)], np.int32)
 
 

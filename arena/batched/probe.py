@@ -58,6 +58,11 @@ class ProbePosition:
         """Stockfish's win probability of the position for the side to move (its best move's)."""
         return max(self.values)
 
+    def board(self):
+        """The position as its game reached it: a chess.Board with the history on its move stack."""
+        from arena.play.openings import Opening
+        return Opening(self.start_fen, self.history).board()
+
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
 
