@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from configs import Retired, check_at_least
 
@@ -30,6 +30,11 @@ class ActorConfig:
     # name under the shared data's openings/, e.g. lichess_chess_openings: 3,807 ECO lines). Every game starts with a random line's
     # moves (searched, policy target kept), then `random_opening_plies` random plies. "": none.
     opening_book: str = ""
+    # How much of its line a game plays: "whole" every book move; "random" a uniform number of the line's
+    # first moves, from none to all but the last. With a book of whole games (a PGN of real games, e.g.
+    # the shared data's games/lichess_user_export_3970.pgn) games then start at real positions, middle
+    # games included, and every book move's position is still searched and its policy target kept.
+    opening_book_prefix: Literal["whole", "random"] = "whole"
     # Chess: a game still going after this many plies ends, scored by material (games/material.py): the
     # side `adjudicate_margin` pawns or more ahead wins, otherwise a draw. 0: only the rules and the ply cap end games.
     adjudicate_plies: int = 0

@@ -120,7 +120,10 @@ class SelfPlayActor:
         log = _GameLog(init_key=key, resign_disabled=disabled, first_version=self.version,
                        serial=self.games_started)
         if self.opening_lines:
-            log.opening = self.opening_lines[int(self.rng.integers(len(self.opening_lines)))]
+            line = self.opening_lines[int(self.rng.integers(len(self.opening_lines)))]
+            if self.cfg.opening_book_prefix == "random":  # none up to all but the last (which may end the game)
+                line = line[:int(self.rng.integers(max(len(line), 1)))]
+            log.opening = line
         return log
 
     def _advance_fn(self, states, action):

@@ -6,9 +6,13 @@
 The actor plays a line's moves as the first plies of a game (each position still searched and its
 policy target kept), so a game record still replays from the initial position: its PGN, the replay
 corpus and the history planes see the book moves. Only lines from the initial position qualify (PGN
-and TSV books, or a folder of them; an EPD book holds positions, not lines).
+and TSV books, or a folder of them; an EPD book holds positions, not lines); a PGN's games from set-up
+positions are left out with a note. A PGN of whole games with `actors.opening_book_prefix=random`
+starts games at positions of real play.
 """
 from __future__ import annotations
+
+import sys
 
 import chess
 import numpy as np
@@ -23,9 +27,18 @@ def book_lines(book: str, game_name: str) -> tuple[np.ndarray, ...]:
     files = sorted(f for f in path.iterdir() if f.suffix.lower() in (".pgn", ".tsv")) if path.is_dir() else [path]
     if not files:
         raise ValueError(f"actors.opening_book: {path} holds no .pgn or .tsv book")
-    lines = []
+    lines, set_up = [], []
     for file in files:
-        lines.extend(_lines_of(file))
+        file_lines, file_set_up = _lines_of(file)
+        lines.extend(file_lines)
+        set_up.extend(file_set_up)
+    if not lines:  # an EPD book, or games that all start from set-up positions
+        name, fen = set_up[0]
+        raise ValueError(f"actors.opening_book: {name} starts from {fen}, not the initial position; "
+                         f"self-play needs move lines (a PGN or TSV book such as lichess_chess_openings/c.tsv)")
+    if set_up:  # a few set-up games in a PGN of real games (lichess's "From Position") are left out
+        print(f"actors.opening_book: {len(set_up)} of {len(lines) + len(set_up)} lines start from a "
+              f"set-up position and are left out", file=sys.stderr)
     return tuple(lines)
 
 
@@ -37,7 +50,8 @@ def _resolve(book: str):
         raise ValueError(f"actors.opening_book: {e}") from None
 
 
-def _lines_of(file) -> list[np.ndarray]:
+def _lines_of(file) -> tuple[list[np.ndarray], list[tuple[str, str]]]:
+    """The lines of one book file from the initial position, and (name, FEN) of each other one."""
     from arena import Book
     from games import chess_bridge
 
@@ -45,13 +59,12 @@ def _lines_of(file) -> list[np.ndarray]:
         openings = Book(file)
     except (OSError, ValueError) as e:  # an unknown suffix, an empty book
         raise ValueError(f"actors.opening_book: {e}") from None
-    lines = []
+    lines, set_up = [], []
     for i in range(len(openings)):
         opening = openings[i]  # parsed here: a bad line names its file and line
         if opening.fen != chess.STARTING_FEN:
-            raise ValueError(f"actors.opening_book: {opening.name} starts from {opening.fen}, not the initial "
-                             f"position; self-play needs move lines (a PGN or TSV book such as "
-                             f"lichess_chess_openings/c.tsv)")
+            set_up.append((opening.name, opening.fen))
+            continue
         white_to_move = np.arange(len(opening.moves)) % 2 == 0
         lines.append(chess_bridge.ucis_to_pgx_actions(opening.moves, white_to_move))
-    return lines
+    return lines, set_up

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import chess
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 GAMES = 64
 
 
-def deterministic_actor(random_plies: int, lines: tuple = ()) -> tuple[SelfPlayActor, list]:
+def deterministic_actor(random_plies: int, lines: tuple = (), *overrides: str) -> tuple[SelfPlayActor, list]:
     """A tic-tac-toe actor whose search is deterministic (no root noise, greedy): without random
     plies every game of the batch plays the same moves. Returns it and the list its finished games reach."""
     cfg = load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml",
                ["search.root_noise=false", "search.temperature_plies=0",
-                f"actors.random_opening_plies={random_plies}", f"actors.games_per_actor={GAMES}"])
+                f"actors.random_opening_plies={random_plies}", f"actors.games_per_actor={GAMES}", *overrides])
     actor, records = tic_tac_toe_actor(cfg, seed=3, opening_lines=lines)
     searched = []
 
@@ -102,6 +103,16 @@ def test_unusable_books_are_one_clear_error(book, game, problem):
         book_lines(book, game)
 
 
+def test_a_pgns_games_from_set_up_positions_are_left_out_with_a_note(tmp_path, capsys):
+    (tmp_path / "games.pgn").write_text(
+        '[Event "a"]\n\n1. e4 e5 2. Nf3 Nc6 1-0\n\n'
+        '[Event "b"]\n[SetUp "1"]\n[FEN "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]\n\n1. e4 Kd7 1-0\n\n')
+    lines = book_lines(str(tmp_path / "games.pgn"), "chess")
+    assert len(lines) == 1 and actions_to_board(lines[0].tolist()).fen() == chess.Board(
+        "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3").fen()
+    assert "1 of 2 lines start from a set-up position" in capsys.readouterr().err
+
+
 def test_a_folder_without_books_is_one_clear_error(tmp_path):
     (tmp_path / "notes.txt").write_text("no book here")
     with pytest.raises(ValueError, match="holds no .pgn or .tsv book"):
@@ -124,6 +135,27 @@ def test_games_start_on_a_book_line_then_random_plies_then_the_search(local_ray)
     for b, log in enumerate(actor.logs):
         start = len(log.opening) + 1
         np.testing.assert_array_equal(log.actions[start:], searched[start:, b])
+
+
+def test_a_random_prefix_of_a_whole_game_starts_each_game_inside_it(local_ray):  # noqa: F811
+    """actors.opening_book_prefix=random: a game plays the line's first k moves, k uniform in [0, 4] for
+    a 5-move line whose last move wins (a game never starts finished), then the search."""
+    line = np.array([0, 3, 1, 4, 2], np.int32)  # X takes the top row on the fifth move
+    actor, _ = deterministic_actor(0, (line,), "actors.opening_book_prefix=random")
+    actor.play(4)  # no game of tic-tac-toe ends before its fifth move: every log is still the first game's
+    prefixes = [len(log.opening) for log in actor.logs]
+    assert set(prefixes) == {0, 1, 2, 3, 4}  # 64 games: every length drawn, never the whole line
+    searched = np.array(actor.searched)  # [4, GAMES] the search's choices
+    for b, log in enumerate(actor.logs):
+        k = len(log.opening)
+        assert len(log.actions) == 4 and len(log.policy) == 4  # the book's plies searched too
+        np.testing.assert_array_equal(log.actions[:k], line[:k])
+        np.testing.assert_array_equal(log.actions[k:], searched[k:, b])
+
+
+def test_an_unknown_book_prefix_is_a_config_error():
+    with pytest.raises((ConfigError, ValueError), match="opening_book_prefix"):
+        load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", ["actors.opening_book_prefix=half"])
 
 
 def test_selfplay_cli_rejects_a_book_for_another_game_before_starting(tmp_path):
