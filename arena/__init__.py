@@ -24,7 +24,7 @@ import importlib
 from arena.agents.agent import Agent, Limit, Option
 from arena.agents.engine import EngineDiedError, find_stockfish
 from arena.agents.network import search_config
-from arena.agents.one_ply import one_ply_values, one_ply_values_many
+from arena.agents.one_ply import capture_reply_values_many, one_ply_values, one_ply_values_many
 from arena.agents.spec import AgentSpec, SpecError, check_agent, make_agent, parse_spec
 from arena.batched.board_players import alphabeta_move, board_mover, ladder_opponents, parse_player
 from arena.play.game import Adjudication, append_pgn, play_game
@@ -54,7 +54,8 @@ __all__ = [
     "Adjudication", "Agent", "AgentSpec", "BAND_WIDTH", "Book", "EngineDiedError", "GameResult", "Limit",
     "MatchConfig", "Opening", "Option", "Puzzle", "START", "SpecError", "StudentAgent", "UciEngine",
     "action_metrics", "agent_action_metrics", "alphabeta_move", "append_pgn", "board_mover", "book_path",
-    "check_agent", "find_stockfish", "fit_ratings", "gauntlet", "ladder_opponents", "load_student", "make_agent", "mate_puzzles",
+    "capture_reply_values_many", "check_agent", "find_stockfish", "fit_ratings", "gauntlet", "ladder_opponents",
+    "load_student", "make_agent", "mate_puzzles",
     "one_ply_values", "one_ply_values_many", "parse_epd", "parse_player", "parse_spec", "pick", "play_game",
     "probe", "rating_band",
     "read_puzzles", "render_table", "run_match", "run_suite", "search_config", "solve_puzzle",

@@ -5,32 +5,40 @@ probability, value = root value, best = the move played, outcome, policy = visit
 `RecordStore(corpus_dir)` reads it directly: SV from `value` or `outcome` (data.sv_from), BC from
 `best` or the visit distribution (data.bc_soft). For AV the search's Q is only meaningful for the
 moves it visited; `complete_action_values` writes a new record directory where every unvisited move
-(visit share 0) gets the teacher network's one-ply value instead: 1 - V_teacher(successor).
+(visit share 0) gets the teacher network's one-ply value instead: 1 - V_teacher(successor), or with
+`replies="captures"` the lowest of that and V_teacher after each capture the opponent has there
+(arena's `capture_reply_values_many`: a move that hangs a piece is valued as hanging it). A completion
+resumes: rerun the same command and it continues after the last record on disk.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Literal, Sequence
 
 import chess
 import numpy as np
 from rich.progress import track
 
-from arena import one_ply_values_many
+from arena import capture_reply_values_many, one_ply_values_many
 from distill.records import ShardWriter, build_index, iter_records
 
 Teacher = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
+Replies = Literal["none", "captures"]  # the opponent's replies an unvisited move's value reads
+MOVE_VALUES = {"none": one_ply_values_many, "captures": capture_reply_values_many}
+SOURCE = {"none": "search_q+teacher_one_ply", "captures": "search_q+teacher_capture_reply"}
+JOB_FILE = "completion.json"  # what a completion directory was made from: a rerun resumes only the same job
 
 
 RECORDS_PER_CALL = 128  # records whose successors share one teacher call (~3,000 boards)
 
 
-def complete_record(rec: dict, teacher: Teacher) -> dict:
-    """`rec` with the values of its unvisited moves replaced by the teacher's one-ply values."""
-    return complete_records([rec], teacher)[0]
+def complete_record(rec: dict, teacher: Teacher, replies: Replies = "none") -> dict:
+    """`rec` with the values of its unvisited moves replaced by the teacher's values of them."""
+    return complete_records([rec], teacher, replies)[0]
 
 
-def complete_records(recs: Sequence[dict], teacher: Teacher) -> list[dict]:
+def complete_records(recs: Sequence[dict], teacher: Teacher, replies: Replies = "none") -> list[dict]:
     """`complete_record` of each, with one teacher call for all their unvisited moves' successors."""
     unvisited = []
     for rec in recs:
@@ -40,34 +48,56 @@ def complete_records(recs: Sequence[dict], teacher: Teacher) -> list[dict]:
     positions = [(chess.Board(rec["fen"]), [chess.Move.from_uci(rec["moves"][i]) for i in rows])
                  for rec, rows in zip(recs, unvisited)]
     out = []
-    for rec, rows, scores in zip(recs, unvisited, one_ply_values_many(positions, teacher)):
+    for rec, rows, scores in zip(recs, unvisited, MOVE_VALUES[replies](positions, teacher)):
         values = list(rec["values"])
         for i, v in zip(rows, scores):
             values[i] = float(v)
-        out.append({**rec, "values": values, "value_source": "search_q+teacher_one_ply"})
+        out.append({**rec, "values": values, "value_source": SOURCE[replies]})
     return out
 
 
 def complete_action_values(corpus_dir: str | Path, out_dir: str | Path, teacher: Teacher,
-                           show_progress: bool = True) -> dict:
-    """Writes the corpus's records with completed action values into `out_dir` (resumable by
-    rerunning into a fresh directory; the frozen corpus itself is never written)."""
+                           show_progress: bool = True, replies: Replies = "none", teacher_name: str = "") -> dict:
+    """Writes the corpus's records with completed action values into `out_dir` (the frozen corpus
+    itself is never written). Interrupted, the same call continues after the last record on disk;
+    a directory holding another job's records is refused."""
     if not any(Path(corpus_dir).glob("shard-*")):
         raise FileNotFoundError(f"{corpus_dir}: no corpus shards (freeze a run's: python -m replay.corpus runs/<name>)")
-    if Path(out_dir).exists() and any(Path(out_dir).iterdir()):
-        raise FileExistsError(f"{out_dir} is not empty: complete into a new directory")
-    n, group = 0, []
+    if replies not in MOVE_VALUES:
+        raise ValueError(f"replies {replies!r}: expected one of {', '.join(MOVE_VALUES)}")
+    job = {"corpus": str(Path(corpus_dir).resolve()), "teacher": teacher_name, "replies": replies}
+    done = _records_done(Path(out_dir), job)
+    n, group = done, []
     with ShardWriter(out_dir) as writer:
-        for rec in track(iter_records(corpus_dir), "complete AV", disable=not show_progress):
+        for i, rec in enumerate(track(iter_records(corpus_dir), "complete AV", disable=not show_progress)):
+            if i < done:
+                continue
             if "fen" not in rec:
                 raise ValueError(f"{corpus_dir}: not a chess corpus (records have no 'fen')")
             group.append(rec)
             if len(group) == RECORDS_PER_CALL:
-                n += _write(writer, complete_records(group, teacher))
+                n += _write(writer, complete_records(group, teacher, replies))
                 group = []
-        n += _write(writer, complete_records(group, teacher)) if group else 0
+        n += _write(writer, complete_records(group, teacher, replies)) if group else 0
     build_index(out_dir)
-    return {"records": n, "out_dir": str(out_dir)}
+    return {"records": n, "resumed_after": done, "out_dir": str(out_dir)}
+
+
+def _records_done(out_dir: Path, job: dict) -> int:
+    """Records an earlier run of the same job left in `out_dir` (0 for a new directory, which gets the
+    job's file); FileExistsError if it holds anything else."""
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / JOB_FILE).write_text(json.dumps(job, indent=1))
+        return 0
+    try:
+        earlier = json.loads((out_dir / JOB_FILE).read_text())
+    except (OSError, ValueError):
+        earlier = None
+    if earlier != job:
+        raise FileExistsError(f"{out_dir} holds other records than this completion's ({job['replies']} replies of "
+                              f"{job['corpus']}): complete into a new directory")
+    return sum(1 for _ in iter_records(out_dir))
 
 
 def _write(writer: ShardWriter, recs: list[dict]) -> int:
@@ -105,17 +135,19 @@ def network_teacher(net_dir: str | Path, batch: int = 256) -> Teacher:
 def main(argv: Sequence[str] | None = None) -> None:
     """python -m distill.selfplay_corpus CORPUS OUT --teacher NET: the AV-completed copy of a corpus."""
     import argparse
-    import json
     import sys
     parser = argparse.ArgumentParser(description="A frozen self-play corpus with every unvisited move's value "
-                                                 "from the teacher network's one-ply value (for AV students).")
+                                                 "from the teacher network (for AV students); rerun to resume.")
     parser.add_argument("corpus", help="a frozen corpus (python -m replay.corpus runs/<name>)")
-    parser.add_argument("out", help="a new directory for the completed records")
+    parser.add_argument("out", help="a new directory for the completed records (or an interrupted one's)")
     parser.add_argument("--teacher", required=True, help="a chess self-play network directory")
+    parser.add_argument("--replies", choices=list(MOVE_VALUES), default="none",
+                        help="captures: an unvisited move's value also reads the opponent's captures after it")
     args = parser.parse_args(argv)
     try:
         teacher = network_teacher(args.teacher)
-        print(json.dumps(complete_action_values(args.corpus, args.out, teacher)))
+        print(json.dumps(complete_action_values(args.corpus, args.out, teacher, replies=args.replies,
+                                                teacher_name=str(Path(args.teacher).resolve()))))
     except (FileNotFoundError, FileExistsError, ValueError) as e:
         sys.exit(f"distill.selfplay_corpus: {e}")
 

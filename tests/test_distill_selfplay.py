@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import arena
 from distill import dataset, encoding, losses, selfplay_corpus, student
 from distill.records import RecordStore, ShardWriter, iter_records
 from games import chess_bridge
@@ -101,8 +102,32 @@ def test_av_values_of_unvisited_moves_come_from_the_teacher(frozen, tmp_path):
         for share, q, v in zip(orig["policy"], orig["values"], done["values"]):
             assert v == (q if share > 0 else pytest.approx(0.8))
     assert len(seen) == sum(len(r["moves"]) - 2 for r in iter_records(frozen))
-    with pytest.raises(FileExistsError):
-        selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher)
+    again = selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, show_progress=False)
+    assert again["records"] == len(MOVES) and again["resumed_after"] == len(MOVES)  # a finished job: nothing added
+    assert len(list(iter_records(tmp_path / "av"))) == len(MOVES)
+    with pytest.raises(FileExistsError, match="complete into a new directory"):  # another job's directory
+        selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, replies="captures")
+
+
+def test_an_interrupted_completion_resumes_to_the_same_records(frozen, tmp_path, monkeypatch):
+    calls = []
+
+    def teacher(boards):
+        calls.append(len(boards))
+        if len(calls) == 3:  # the first run dies during its third group (once only)
+            raise RuntimeError("killed")
+        return np.array([(sum(map(ord, b.fen())) % 97) / 97 for b in boards])
+
+    monkeypatch.setattr(selfplay_corpus, "RECORDS_PER_CALL", 1)
+    with pytest.raises(RuntimeError, match="killed"):
+        selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, show_progress=False, replies="captures")
+    assert len(list(iter_records(tmp_path / "av"))) == 2
+    out = selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, show_progress=False, replies="captures")
+    assert out == {"records": len(MOVES), "resumed_after": 2, "out_dir": str(tmp_path / "av")}
+    selfplay_corpus.complete_action_values(frozen, tmp_path / "clean", teacher, show_progress=False, replies="captures")
+    resumed, clean = list(iter_records(tmp_path / "av")), list(iter_records(tmp_path / "clean"))
+    assert [r["values"] for r in resumed] == [r["values"] for r in clean]
+    assert {r["value_source"] for r in clean} == {"search_q+teacher_capture_reply"}
 
 
 def test_grouped_completion_equals_one_record_at_a_time(frozen, tmp_path, monkeypatch):
@@ -156,3 +181,35 @@ def test_best_move_term_toward_a_visit_distribution_by_hand():
     plain = float(losses.loss_fn(pred, {"move_values": values, "move_mask": mask}, "av_all", "ce"))
     assert float(losses.loss_fn(pred, batch, "av_all", "ce", best_move_weight=2.0)) == \
         pytest.approx(plain + 2.0 * expected, rel=1e-5)
+
+
+def _material_value(boards):
+    """Win probability of the side to move from the material lead alone (1/3/3/5/9), a stand-in teacher."""
+    worth = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+    leads = [sum(worth[p.piece_type] * (1 if p.color == b.turn else -1) for p in b.piece_map().values())
+             for b in boards]
+    return 1 / (1 + np.exp(-0.5 * np.array(leads, np.float64)))
+
+
+def test_capture_replies_value_a_hung_piece_as_lost():
+    """After 1.e3 Nf6 every white move leaves the material level one ply on, so the one-ply values
+    are all 0.5; read with black's captures, exactly the moves that hang something fall: Qg4 and Qh5
+    (a knight takes the queen), Ba6 (two pieces take the bishop), e4 and g4 (the knight takes the pawn)."""
+    board = chess.Board("rnbqkb1r/pppppppp/5n2/8/8/4P3/PPPP1PPP/RNBQKBNR w KQkq - 1 2")
+    moves = list(board.legal_moves)
+    [one] = arena.one_ply_values_many([(board, moves)], _material_value)
+    [read] = arena.capture_reply_values_many([(board, moves)], _material_value)
+    np.testing.assert_allclose(one, 0.5)
+    value = {board.san(m): v for m, v in zip(moves, read)}
+    assert {san for san, v in value.items() if v < 0.5} == {"Qg4", "Qh5", "Ba6", "e4", "g4"}
+    assert value["Qg4"] == pytest.approx(1 / (1 + np.exp(4.5))) and value["g4"] == pytest.approx(1 / (1 + np.exp(0.5)))
+    assert value["Ba6"] == pytest.approx(1 / (1 + np.exp(1.5)))  # a bishop down
+
+
+def test_a_capture_that_mates_values_the_move_as_lost():
+    """1.e4 e5 2.Bc4 Nc6 3.Qh5: black's ...Nf6 allows Qxf7 mate (0 by the rules, whatever the value
+    says); ...g6 allows captures but no mate."""
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3")
+    moves = [chess.Move.from_uci(u) for u in ("g8f6", "g7g6")]
+    [read] = arena.capture_reply_values_many([(board, moves)], _material_value)
+    assert read[0] == 0.0 and 0.0 < read[1] < 0.5
