@@ -12,6 +12,7 @@ resumes: rerun the same command and it continues after the last record on disk.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Callable, Literal, Sequence
@@ -69,9 +70,8 @@ def complete_action_values(corpus_dir: str | Path, out_dir: str | Path, teacher:
     done = _records_done(Path(out_dir), job)
     n, group = done, []
     with ShardWriter(out_dir) as writer:
-        for i, rec in enumerate(track(iter_records(corpus_dir), "complete AV", disable=not show_progress)):
-            if i < done:
-                continue
+        todo = itertools.islice(iter_records(corpus_dir), done, None)  # after the records on disk
+        for rec in track(todo, "complete AV", disable=not show_progress):
             if "fen" not in rec:
                 raise ValueError(f"{corpus_dir}: not a chess corpus (records have no 'fen')")
             group.append(rec)
