@@ -108,13 +108,13 @@ def _write(writer: ShardWriter, recs: list[dict]) -> int:
 
 def network_teacher(net_dir: str | Path, batch: int = 256) -> Teacher:
     """A teacher from a self-play network directory (models/network_dir.py, game "chess", e.g.
-    runs/<name>/network): the value head on the pgx observation of each board (rebuilt from its
-    FEN: no history planes)."""
+    runs/<name>/network): the value head on the pgx observation of each board (its position alone:
+    no history planes; encoded straight from the board, games/chess_observation.py)."""
     import jax
     import jax.numpy as jnp
 
     import models
-    from games import chess_bridge
+    from games import chess_observation
 
     network = models.load_evaluation(net_dir)
     if network.game != "chess":
@@ -123,7 +123,7 @@ def network_teacher(net_dir: str | Path, batch: int = 256) -> Teacher:
     apply = jax.jit(lambda obs: evaluate(variables, obs).value)
 
     def values(boards: Sequence[chess.Board]) -> np.ndarray:
-        obs = np.asarray(chess_bridge.fens_to_states([b.fen() for b in boards]).observation)
+        obs = chess_observation.boards_to_observations(boards)
         pad = -len(obs) % batch  # whole batches only: one compiled shape
         obs = np.concatenate([obs, np.repeat(obs[-1:], pad, axis=0)]) if pad else obs
         out = [np.asarray(apply(jnp.asarray(obs[i:i + batch]))) for i in range(0, len(obs), batch)]
