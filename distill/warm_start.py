@@ -42,7 +42,7 @@ from configs import load, to_dict
 from distill.calibrate import calibrated
 from distill.dataset import best_move
 from distill.records import RecordStore
-from games import chess_bridge
+from games import chess_bridge, chess_observation
 from learner import (
     Checkpointer,
     TrainMetrics,
@@ -98,10 +98,10 @@ def load_boards(store: RecordStore, indices, width: int, temperature: float, sof
         raise ValueError(f"no records in {store.dir} for this split")
     obs, legal = None, np.full((n, width), -1, np.int32)
     policy, best, z = np.zeros((n, width), np.float32), np.zeros(n, np.int32), np.zeros(n, np.float32)
-    for start in range(0, n, _LOAD_CHUNK):  # one batched device call per chunk of FENs
+    for start in range(0, n, _LOAD_CHUNK):
         rows = range(start, min(start + _LOAD_CHUNK, n))
         records = [store[int(indices[row])] for row in rows]
-        o = np.asarray(chess_bridge.fens_to_states([rec["fen"] for rec in records]).observation, np.float16)
+        o = chess_observation.boards_to_observations([chess.Board(rec["fen"]) for rec in records]).astype(np.float16)
         if obs is None:
             obs = np.zeros((n, *o.shape[1:]), np.float16)
         obs[rows.start:rows.stop] = o
