@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games import chess_observation
+from games import chess_bridge, chess_observation
 
 _CHUNK = 512  # boards per network call
 # an intercept means something only where the value follows Stockfish's: below this correlation
@@ -64,7 +64,7 @@ def network_values(evaluate, variables, fens: list[str]) -> np.ndarray:
     apply = jax.jit(evaluate)
     out = []
     for start in range(0, len(fens), _CHUNK):
-        boards = [chess.Board(fen) for fen in fens[start:start + _CHUNK]]
+        boards = [chess_bridge.parse_fen(fen) for fen in fens[start:start + _CHUNK]]
         out.append(np.asarray(apply(variables, jnp.asarray(chess_observation.boards_to_observations(boards))).value))
     return np.concatenate(out).astype(np.float64)
 

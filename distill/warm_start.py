@@ -101,7 +101,7 @@ def load_boards(store: RecordStore, indices, width: int, temperature: float, sof
     for start in range(0, n, _LOAD_CHUNK):
         rows = range(start, min(start + _LOAD_CHUNK, n))
         records = [store[int(indices[row])] for row in rows]
-        o = chess_observation.boards_to_observations([chess.Board(rec["fen"]) for rec in records]).astype(np.float16)
+        o = chess_observation.boards_to_observations([chess_bridge.parse_fen(rec["fen"]) for rec in records]).astype(np.float16)
         if obs is None:
             obs = np.zeros((n, *o.shape[1:]), np.float16)
         obs[rows.start:rows.stop] = o

@@ -11,7 +11,7 @@ which tests/test_chess_observation.py checks against pgx on positions from rando
 
 Plane layout (pgx 2.6, from the side to move; squares as a diagram seen by the mover, its first rank
 at the bottom): per history step t = 0..7 planes 14t..14t+5 the mover's pawn, knight, bishop, rook,
-queen, king; 14t+6..14t+11 the opponent's; 14t+12 "seen once", 14t+13 "seen before"; then 112 the
+queen, king; 14t+6..14t+11 the opponent's; 14t+12 "not a repetition", 14t+13 "a repetition"; then 112 the
 colour (1 black), 113 the ply count / 512, 114-117 castling (mover queen-side, king-side, opponent
 queen-side, king-side), 118 the no-progress count / 100.
 """
