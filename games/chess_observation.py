@@ -24,7 +24,6 @@ import numpy as np
 
 NUM_PLANES = 119
 _HISTORY = 8
-_PIECES = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)
 # Plane square (row * 8 + col) -> python-chess square: white sees rank 8 in row 0, black rank 1.
 _SQUARE_OF = np.stack([np.arange(64) ^ 56, np.arange(64)])  # [2 (0 white, 1 black to move), 64]
 _CASTLING = {chess.WHITE: (chess.BB_A1, chess.BB_H1, chess.BB_A8, chess.BB_H8),
@@ -34,7 +33,7 @@ _CASTLING = {chess.WHITE: (chess.BB_A1, chess.BB_H1, chess.BB_A8, chess.BB_H8),
 def _bitboards(board: chess.Board) -> list[int]:
     """The 12 piece bitboards of `board`: the mover's six kinds, then the opponent's."""
     mine, theirs = board.occupied_co[board.turn], board.occupied_co[not board.turn]
-    kinds = [board.pieces_mask(kind, chess.WHITE) | board.pieces_mask(kind, chess.BLACK) for kind in _PIECES]
+    kinds = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)  # both colours
     return [kind & mine for kind in kinds] + [kind & theirs for kind in kinds]
 
 
