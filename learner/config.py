@@ -37,10 +37,10 @@ class LearnerConfig:
     # init.network's value as it plays (BatchNorm's running statistics); 0: off. A warm run that trains
     # the policy alone (value_weight 0) still moves the value through the shared trunk
     start_value_weight: float = 0.0
-    # chess: the value target leans on the board's material at first, a dense signal where early self-play
-    # games end by mates few positions explain: target = (1 - m) target + m tanh(0.184 x the side to move's
-    # material lead in pawns) (Lichess's win% curve), m this share at step 0, falling linearly to 0 at
-    # material_value_steps (0: held throughout); 0: off
+    # chess: the value target leans on the board's material, a dense signal where early self-play games
+    # end by mates few positions explain: target = (1 - m) target + m tanh(0.184 x the side to move's
+    # material lead in pawns) (Lichess's win% curve), m this share at step 0, held throughout or falling
+    # linearly to 0 at material_value_steps; 0: off
     material_value: float = 0.0
     material_value_steps: int = 0  # the learner step where the material share reaches 0 (0: held throughout)
     # each position under a random board symmetry of its game (games/symmetry.py: connect four's mirror,
