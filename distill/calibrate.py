@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import chess
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -46,7 +45,7 @@ def sf_boards(records) -> tuple[list[str], np.ndarray]:
     move's value) and of every successor that does not end the game (1 - that move's value)."""
     fens, values = [], []
     for rec in records:
-        board = chess.Board(rec["fen"])
+        board = chess_bridge.parse_fen(rec["fen"])
         fens.append(rec["fen"])
         values.append(2.0 * max(rec["values"]) - 1.0)
         for move, w in zip(rec["moves"], rec["values"]):

@@ -31,7 +31,6 @@ import sys
 import time
 from pathlib import Path
 
-import chess
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -128,7 +127,7 @@ def successor_boards(store: RecordStore, indices, width: int, per_board: int, se
     fens, values = [], []
     for i in indices:
         rec = store[int(i)]
-        board = chess.Board(rec["fen"])
+        board = chess_bridge.parse_fen(rec["fen"])
         for m in rng.permutation(len(rec["moves"]))[:per_board]:
             board.push_uci(rec["moves"][m])
             if not board.is_game_over(claim_draw=False):
