@@ -32,7 +32,7 @@ from distill.records import RecordStore
 from distill.student import STUDENT_DIR
 from learner import data_parallel
 from models import make_student, network_dir
-from runtime import raise_if_stop_requested
+from runtime import raise_if_stop_requested, stops_deferred
 
 
 def make_optimizer(cfg) -> optax.GradientTransformation:
@@ -149,8 +149,10 @@ def train(cfg) -> dict:
                 writer.add_scalar("train/steps_per_second", speed(), step)
                 progress.update(task, completed=step, loss=f"{loss:.4f}")
             if step % t.checkpoint_every == 0:
-                manager.save(step, args=ocp.args.StandardSave(state))
-                _save_clock(out, step, spent + time.time() - start)
+                with stops_deferred():  # the step's checkpoint and its clock, neither cut short
+                    manager.save(step, args=ocp.args.StandardSave(state))
+                    manager.wait_until_finished()
+                    _save_clock(out, step, spent + time.time() - start)
                 if plain:
                     print(_log_line(d.target, step, t, losses, spent + time.time() - start, speed()), flush=True)
     jax.block_until_ready(state)

@@ -23,6 +23,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from learner.train import TrainState
+from runtime import stops_deferred
 
 
 class CheckpointError(RuntimeError):
@@ -77,15 +78,19 @@ class Checkpointer:
         )
 
     def save(self, state: TrainState, meta: dict) -> None:
-        """Saves synchronously (a Ctrl-C or kill right after loses nothing that was reported saved)."""
+        """Saves synchronously (a Ctrl-C or kill right after loses nothing that was reported saved). A
+        SIGTERM or Ctrl-C during the save is raised when it ends: cut short, the save's writer thread
+        would go on filling the step's temporary directory while the stop's own save of the same step
+        removed it."""
         step = int(state.step)
         if step in self._manager.all_steps():
             return
         host_state = jax.device_get(state._asdict())
         meta = {**meta, "state_crc32": state_crc32(host_state)}
-        self._manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(host_state),
-                                                         meta=ocp.args.JsonSave(meta)))
-        self._manager.wait_until_finished()
+        with stops_deferred():
+            self._manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(host_state),
+                                                             meta=ocp.args.JsonSave(meta)))
+            self._manager.wait_until_finished()
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()

@@ -25,8 +25,9 @@ from runtime.gpu_memory import (
                                 shares_line,
 )
 from runtime.jax_cache import enable_compilation_cache
-from runtime.signals import raise_if_stop_requested, stop_on_signals, stops_deferred
+from runtime.signals import raise_if_stop_requested, stop_handled, stop_on_signals, stops_deferred
 
 __all__ = ["CPU_ONLY_ENV", "DEFAULT_DRIVER_GPU_SHARE", "GpuMemory", "data_dir", "data_file", "enable_compilation_cache",
            "expose_cpu_cores", "forks_quietly", "local_gpu_count", "out_of_memory_line", "pin_threads", "process_env",
-           "raise_if_stop_requested", "share_driver_gpu", "shares_line", "stop_on_signals", "stops_deferred"]
+           "raise_if_stop_requested", "share_driver_gpu", "shares_line", "stop_handled", "stop_on_signals",
+           "stops_deferred"]

@@ -2,6 +2,7 @@
 
     stop_on_signals()            # once, in the main thread: SIGTERM (and SIGINT) raise KeyboardInterrupt
     raise_if_stop_requested()    # in a loop: a signal whose KeyboardInterrupt a gc callback swallowed
+    stop_handled()               # where the stop's KeyboardInterrupt is caught: later checks do not raise it again
     with stops_deferred(): ...   # a block a signal cannot cut in half (raised when it ends)
 """
 from __future__ import annotations
@@ -42,6 +43,14 @@ def raise_if_stop_requested() -> None:
     if _stop_requested:
         _stop_requested = False
         raise KeyboardInterrupt
+
+
+def stop_handled() -> None:
+    """The caller caught the stop's KeyboardInterrupt and is stopping: the signal is acted on, so the
+    next check (or the end of a stops_deferred block, such as the stop's own checkpoint) does not raise
+    it a second time. A signal that comes after this call still does."""
+    global _stop_requested
+    _stop_requested = False
 
 
 @contextlib.contextmanager

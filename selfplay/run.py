@@ -42,7 +42,7 @@ from configs import to_dict
 from learner import TrainState
 from models import network_dir
 from replay import ReplayBuffer
-from runtime import CPU_ONLY_ENV, out_of_memory_line, raise_if_stop_requested
+from runtime import CPU_ONLY_ENV, out_of_memory_line, raise_if_stop_requested, stop_handled, stops_deferred
 from selfplay import cluster, prepare
 from selfplay.actor_pool import ActorPool
 from selfplay.config import SelfPlayConfig
@@ -158,7 +158,8 @@ class _Session:
             self.state.stop_reason = "interrupted"
             print(f"a Ray process of the run died ({type(e).__name__}): stopping with a checkpoint; "
                   "--resume continues", file=sys.stderr)
-        finally:
+        finally:  # a signal caught above is acted on: the stop's checkpoint block must not raise it again
+            stop_handled()
             self.state.stopped = time.monotonic()
             self.gpu_figures = self.gpus.figures(since=self.state.started)  # the loop's GPUs, monitor stopped
             self.checkpoint_at_stop()
@@ -278,17 +279,17 @@ class _Session:
         try:
             host_state = self.learner.train_state()
         except ray.exceptions.RayError as e:  # a learner actor lost (node down, Ctrl-C on local Ray)
-            print(f"learner actor unreachable ({type(e).__name__}); the last checkpoint stands",
-                  file=sys.stderr)
+            print(f"learner actor unreachable ({type(e).__name__}); the last checkpoint stands", file=sys.stderr)
             return None
         s, cfg = self.state, self.cfg
         s.step = int(host_state.step)
-        self.checkpointer.save(host_state, {"samples_trained": s.samples_trained(), "games_total": s.games_total,
-                                            "positions_total": s.positions_total,
-                                            "seconds_total": s.hours() * 3600, **self.value_health.meta()})
         variables = _variables(host_state)
-        network_dir.save(self.run_dir / "network", cfg.network, variables, game=cfg.game,
-                                metadata={"step": s.step, "run": cfg.name, "search": to_dict(cfg.search)})
+        with stops_deferred():  # the checkpoint and the network directory of one step, neither cut short
+            self.checkpointer.save(host_state, {"samples_trained": s.samples_trained(), "games_total": s.games_total,
+                                                "positions_total": s.positions_total,
+                                                "seconds_total": s.hours() * 3600, **self.value_health.meta()})
+            network_dir.save(self.run_dir / "network", cfg.network, variables, game=cfg.game,
+                             metadata={"step": s.step, "run": cfg.name, "search": to_dict(cfg.search)})
         return variables
 
     def checkpoint_at_stop(self) -> None:

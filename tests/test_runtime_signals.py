@@ -112,3 +112,27 @@ def test_a_thread_s_block_neither_defers_nor_takes_the_main_thread_s_stop():
         release.set()
         signal.signal(signal.SIGTERM, previous)
         signals._stop_requested = False  # the direct raise leaves the flag for the main loop's check
+
+
+def test_a_caught_stop_is_not_raised_again_by_the_stop_s_own_deferred_block():
+    """A run catches the signal's KeyboardInterrupt, then saves its checkpoint in a stops_deferred
+    block: that block must not raise the same signal again when it ends (a resumed tic-tac-toe run
+    stopped by SIGTERM exited -2 with its summary lost), while a second signal still stops it."""
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signals.stop_on_signals()
+        with pytest.raises(KeyboardInterrupt):  # raised at once, the flag left for the loop's check
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):
+                pass
+        signals.stop_handled()
+        with signals.stops_deferred():  # the stop's checkpoint
+            pass
+        with pytest.raises(KeyboardInterrupt):  # a second signal during it: raised when it ends
+            with signals.stops_deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(10_000):
+                    pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signals._stop_requested = False
