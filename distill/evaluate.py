@@ -18,7 +18,6 @@ import re
 import time
 from pathlib import Path
 
-import chess
 import numpy as np
 from rich.progress import track
 
@@ -33,6 +32,7 @@ from arena import (
 from arena import action_metrics as score_action_metrics  # arena's, of a move scorer (action_metrics below: a player's)
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
+from games import chess_bridge
 from models import network_dir
 
 
@@ -42,7 +42,7 @@ def action_metrics(player, records: list[dict], show_progress: bool = False) -> 
     with `move_scores(board)`, by the move it selects (no tau) for any other. ValueError where a
     record's moves are not its board's legal moves (checked before any board is played)."""
     for rec in records:
-        if set(rec["moves"]) != {m.uci() for m in chess.Board(rec["fen"]).legal_moves}:
+        if set(rec["moves"]) != {m.uci() for m in chess_bridge.parse_fen(rec["fen"]).legal_moves}:
             raise ValueError(f"record {rec['fen']}: its moves are not the legal moves")
     move_scores = getattr(player, "move_scores", None)
     if move_scores is not None:

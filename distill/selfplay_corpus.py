@@ -23,6 +23,7 @@ from rich.progress import track
 
 from arena import capture_reply_values_many, one_ply_values_many
 from distill.records import ShardWriter, build_index, iter_records
+from games import chess_bridge
 
 Teacher = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
 Replies = Literal["none", "captures"]  # the opponent's replies an unvisited move's value reads
@@ -46,7 +47,7 @@ def complete_records(recs: Sequence[dict], teacher: Teacher, replies: Replies = 
         if rec.get("policy") is None:
             raise ValueError(f"record {rec.get('game')}/{rec.get('ply')} has no visit distribution")
         unvisited.append([i for i, share in enumerate(rec["policy"]) if share <= 0])
-    positions = [(chess.Board(rec["fen"]), [chess.Move.from_uci(rec["moves"][i]) for i in rows])
+    positions = [(chess_bridge.parse_fen(rec["fen"]), [chess.Move.from_uci(rec["moves"][i]) for i in rows])
                  for rec, rows in zip(recs, unvisited)]
     out = []
     for rec, rows, scores in zip(recs, unvisited, MOVE_VALUES[replies](positions, teacher)):

@@ -145,6 +145,14 @@ def test_grouped_completion_equals_one_record_at_a_time(frozen, tmp_path, monkey
     assert len(calls) == -(-len(MOVES) // 2) + len(MOVES)  # one call per group, then one per record
 
 
+def test_a_record_with_a_bad_fen_is_named_before_the_teacher_is_asked(frozen):
+    rec = next(iter_records(frozen))
+    asked = []
+    with pytest.raises(ValueError, match="bad FEN '8/8/8/8/8/8/8/8 w - - 0 1'"):  # no kings
+        selfplay_corpus.complete_records([rec, dict(rec, fen="8/8/8/8/8/8/8/8 w - - 0 1")], asked.append)
+    assert asked == []
+
+
 def test_the_completion_command_names_a_missing_corpus(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         selfplay_corpus.main([str(tmp_path / "nowhere"), str(tmp_path / "av"), "--teacher", "networks/chess_distilled_4x64"])

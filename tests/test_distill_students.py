@@ -212,7 +212,8 @@ def test_puzzle_scoring_against_hand_made_lines():
 def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_choice():
     """distill's action metrics are arena/suites/actions.py's: a player with move_scores by its
     top-scored move (of equal scores the first it lists, the one it plays) and Kendall's tau, any
-    other by the move it selects; a record whose moves are not the legal moves is refused first."""
+    other by the move it selects; a record whose moves are not the legal moves, or whose FEN is not a
+    playable position, is refused first."""
     board = chess.Board("7k/6pp/8/8/8/8/7P/R5K1 w - - 0 1")  # Ra8# only
     moves = [m.uci() for m in board.legal_moves]
     record = {"fen": board.fen(), "moves": moves, "values": [float(m == "a1a8") for m in moves]}
@@ -242,6 +243,8 @@ def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_cho
     with pytest.raises(ValueError, match="its moves are not the legal moves"):
         action_metrics(Selector(), [record, bad])
     assert Selector.calls == 2  # the bad record stopped it before the first board was played again
+    with pytest.raises(ValueError, match="bad FEN '8/8/8/8/8/8/8/8 w - - 0 1'"):  # no kings
+        action_metrics(Selector(), [record, dict(record, fen="8/8/8/8/8/8/8/8 w - - 0 1")])
     assert action_metrics(Selector(), [])["action_accuracy"] == 0.0  # evaluate.max_boards=0
 
 
