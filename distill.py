@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="dotted overrides, e.g. --set train.max_steps=100 target=bc (repeatable)")
     args = parser.parse_args(argv)
+    from learner import CheckpointError  # train's and warm-start's: no readable state to resume
     try:
         cfg = load(DistillConfig, args.config, args.set)
         from runtime import enable_compilation_cache, expose_cpu_cores
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             expose_cpu_cores()  # train.devices=0 then splits each batch over the cores
         enable_compilation_cache()
         result = COMMANDS[args.command](cfg)
-    except (ConfigError, FileNotFoundError, ValueError) as e:
+    except (ConfigError, FileNotFoundError, ValueError, CheckpointError) as e:
         print(f"distill.py {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

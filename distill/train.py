@@ -2,7 +2,8 @@
 evaluation, the training state saved with resume, TensorBoard scalars, a progress bar.
 
 Writes into train.out_dir:
-    state/            the training state {params, ema, opt_state, step} (orbax; resume from the latest)
+    state/            the training state {params, ema, opt_state, step} with the seconds spent (orbax,
+                      learner.Checkpointer: resume from the latest readable, a damaged one set aside)
     student/          the EMA parameters as a network directory (models/network_dir.py; what the
                       av:/sv:/bc: agents of arena/ load), its metadata naming the target
     tb/               TensorBoard: train/loss, train/learning_rate, train/steps_per_second, test/loss
@@ -20,7 +21,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import orbax.checkpoint as ocp
 import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from tensorboardX import SummaryWriter
@@ -30,9 +30,9 @@ from distill import dataset, student
 from distill.losses import loss_fn
 from distill.records import RecordStore
 from distill.student import STUDENT_DIR
-from learner import data_parallel
+from learner import Checkpointer, data_parallel
 from models import make_student, network_dir
-from runtime import raise_if_stop_requested, stops_deferred
+from runtime import raise_if_stop_requested
 
 
 def make_optimizer(cfg) -> optax.GradientTransformation:
@@ -88,6 +88,13 @@ def initial_state(module, net_cfg, target: str, tx, seed: int) -> dict:
     return {"params": params, "ema": params, "opt_state": tx.init(params), "step": jnp.zeros((), jnp.int32)}
 
 
+def state_checkpointer(directory: Path) -> Checkpointer:
+    """The last two training states of a student or warm start (`out_dir/state/`); a damaged newest
+    one is set aside and the one before it restored."""
+    return Checkpointer(directory, keep=2, since="the steps since are trained again",
+                        fresh_start="rerun to train from step 0")
+
+
 def _jnp(batch: dict) -> dict:
     return {k: jnp.asarray(v) for k, v in batch.items()}
 
@@ -108,60 +115,55 @@ def train(cfg) -> dict:
 
     tx = make_optimizer(t)
     state = initial_state(module, net_cfg, d.target, tx, t.seed)
-    manager = ocp.CheckpointManager(out / "state", options=ocp.CheckpointManagerOptions(max_to_keep=2))
-    if manager.latest_step() is not None:
-        state = manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(state))
-    replicated, split = data_parallel(t.devices, t.batch_size)
-    state = jax.device_put(state, replicated)
-    start_step = int(state["step"])
-    spent = _clock(out, start_step)  # wall seconds of earlier sessions: max_seconds is the whole run's budget
-    step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay, t.best_move_weight)
-    eval_loss = make_eval_loss(module, net_cfg, d.target, t.loss, t.best_move_weight)
-    rng = np.random.default_rng([t.seed, start_step])  # a resumed run draws fresh batches
-    sample = lambda ex: dataset.sample_batch(ex, d.target, rng, t.batch_size, net_cfg.family,
-                                             d.sampler, d.bc_soft)
-    if net_cfg.family == "chessformer":  # encode every board once, before the clock starts
-        train_ex.encode_squares()
-    writer = SummaryWriter(str(out / "tb"))
-    losses, start, step = [], time.time(), start_step
-    compiled_at, compiled_step = start, start_step
-    speed = lambda: (step - compiled_step) / max(time.time() - compiled_at, 1e-9)  # steps/s after the compile
-    columns = [TextColumn(f"train {d.target}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("loss {task.fields[loss]}")]
-    # a log file or a batch job's output has no live bar: one plain line per checkpoint instead
-    plain = t.progress and not sys.stdout.isatty()
-    with Progress(*columns, disable=not t.progress or plain) as progress:
-        task = progress.add_task("train", total=t.max_steps, completed=start_step, loss="-")
-        while step < t.max_steps and not (t.max_seconds and spent + time.time() - start > t.max_seconds):
-            scale = lr_scale(t.lr_schedule, budget_progress(step, t.max_steps, spent + time.time() - start,
-                                                            t.max_seconds))
-            raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
-            state, loss = step_fn(state, jax.device_put(sample(train_ex), split), scale)
-            step += 1
-            if step == start_step + 1:  # steps/s excludes the first step (jit compilation)
-                jax.block_until_ready(loss)
-                compiled_at, compiled_step = time.time(), step
-            if step % t.log_every == 0 or step == t.max_steps:
-                loss = float(loss)
-                losses.append(loss)
-                writer.add_scalar("train/loss", loss, step)
-                writer.add_scalar("train/learning_rate", t.learning_rate * scale, step)
-                writer.add_scalar("train/steps_per_second", speed(), step)
-                progress.update(task, completed=step, loss=f"{loss:.4f}")
-            if step % t.checkpoint_every == 0:
-                with stops_deferred():  # the step's checkpoint and its clock, neither cut short
-                    manager.save(step, args=ocp.args.StandardSave(state))
-                    manager.wait_until_finished()
-                    _save_clock(out, step, spent + time.time() - start)
-                if plain:
-                    print(_log_line(d.target, step, t, losses, spent + time.time() - start, speed()), flush=True)
-    jax.block_until_ready(state)
-    seconds = time.time() - start
-    steps_per_second = speed()
-    if manager.latest_step() != step:
-        manager.save(step, args=ocp.args.StandardSave(state))
-    manager.wait_until_finished()
-    _save_clock(out, step, spent + seconds)
+    with state_checkpointer(out / "state") as checkpoints:
+        resumed = checkpoints.restore_latest(state)
+        state, spent = (resumed[0], float(resumed[1]["seconds"])) if resumed else (state, 0.0)
+        replicated, split = data_parallel(t.devices, t.batch_size)
+        state = jax.device_put(state, replicated)
+        start_step = int(state["step"])
+        step_fn = make_step(module, net_cfg, d.target, t.loss, tx, t.ema_decay, t.best_move_weight)
+        eval_loss = make_eval_loss(module, net_cfg, d.target, t.loss, t.best_move_weight)
+        rng = np.random.default_rng([t.seed, start_step])  # a resumed run draws fresh batches
+        sample = lambda ex: dataset.sample_batch(ex, d.target, rng, t.batch_size, net_cfg.family,
+                                                 d.sampler, d.bc_soft)
+        if net_cfg.family == "chessformer":  # encode every board once, before the clock starts
+            train_ex.encode_squares()
+        writer = SummaryWriter(str(out / "tb"))
+        losses, start, step = [], time.time(), start_step
+        compiled_at, compiled_step = start, start_step
+        speed = lambda: (step - compiled_step) / max(time.time() - compiled_at, 1e-9)  # steps/s after the compile
+        columns = [TextColumn(f"train {d.target}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("loss {task.fields[loss]}")]
+        # a log file or a batch job's output has no live bar: one plain line per checkpoint instead
+        plain = t.progress and not sys.stdout.isatty()
+        with Progress(*columns, disable=not t.progress or plain) as progress:
+            task = progress.add_task("train", total=t.max_steps, completed=start_step, loss="-")
+            while step < t.max_steps and not (t.max_seconds and spent + time.time() - start > t.max_seconds):
+                scale = lr_scale(t.lr_schedule, budget_progress(step, t.max_steps, spent + time.time() - start,
+                                                                t.max_seconds))
+                raise_if_stop_requested()  # a signal whose KeyboardInterrupt a gc callback swallowed
+                state, loss = step_fn(state, jax.device_put(sample(train_ex), split), scale)
+                step += 1
+                if step == start_step + 1:  # steps/s excludes the first step (jit compilation)
+                    jax.block_until_ready(loss)
+                    compiled_at, compiled_step = time.time(), step
+                if step % t.log_every == 0 or step == t.max_steps:
+                    loss = float(loss)
+                    losses.append(loss)
+                    writer.add_scalar("train/loss", loss, step)
+                    writer.add_scalar("train/learning_rate", t.learning_rate * scale, step)
+                    writer.add_scalar("train/steps_per_second", speed(), step)
+                    progress.update(task, completed=step, loss=f"{loss:.4f}")
+                if step % t.checkpoint_every == 0:
+                    if step < t.max_steps:  # the last step's is saved below, with all of this session's seconds
+                        # with the seconds spent so far: max_seconds is the whole run's budget, over its sessions
+                        checkpoints.save(state, {"seconds": spent + time.time() - start})
+                    if plain:
+                        print(_log_line(d.target, step, t, losses, spent + time.time() - start, speed()), flush=True)
+        jax.block_until_ready(state)
+        seconds = time.time() - start
+        steps_per_second = speed()
+        checkpoints.save(state, {"seconds": spent + seconds})  # nothing when step's is saved already
     test_loss = None
     if len(test_ex):
         test_loss = float(np.mean([eval_loss(state["ema"], jax.device_put(sample(test_ex), split))
@@ -198,21 +200,6 @@ def _move_values_per_second(target: str, ex, examples_per_second: float):
     if target == "av_all":
         return examples_per_second * len(ex.pair_board) / max(len(ex), 1)
     return None
-
-
-def _clock(out: Path, step: int) -> float:
-    """Training seconds spent up to checkpoint `step` by earlier sessions (0 for a fresh run)."""
-    path = out / "clock.json"
-    if step == 0 or not path.exists():
-        return 0.0
-    # written right after each checkpoint: a crash between the two leaves it one checkpoint behind
-    return float(json.loads(path.read_text())["seconds"])
-
-
-def _save_clock(out: Path, step: int, seconds: float) -> None:
-    tmp = out / "clock.json.tmp"
-    tmp.write_text(json.dumps({"step": step, "seconds": seconds}))
-    tmp.replace(out / "clock.json")
 
 
 def _init_kwargs(net_cfg, target: str) -> dict:

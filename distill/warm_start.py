@@ -41,9 +41,9 @@ from configs import load, to_dict
 from distill.calibrate import calibrated
 from distill.dataset import best_move
 from distill.records import RecordStore
+from distill.train import state_checkpointer
 from games import chess_bridge, chess_observation
 from learner import (
-    Checkpointer,
     TrainMetrics,
     ValueHealthMonitor,
     data_parallel,
@@ -216,7 +216,7 @@ def warm_start(cfg) -> dict:
     out = Path(w.out_dir)
     replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
     sample_obs = jnp.asarray(train.observation[:1], jnp.float32)
-    with Checkpointer(out / "state", keep=2) as checkpoints:
+    with state_checkpointer(out / "state") as checkpoints:
         state, spent, meta = _start_or_resume(checkpoints, net, sp, w, sample_obs)
         health, last = ValueHealthMonitor.from_meta(meta, VALUE_CHECK, sp.network.value_reads_input), None
         state = jax.device_put(state, replicated)

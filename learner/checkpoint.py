@@ -8,6 +8,9 @@ cannot be read (missing or damaged files, or state whose crc32 no longer matches
 its meta: orbax's data files carry no checksum, so a flipped byte would restore silently) is moved
 to `unreadable-<step>/` (never deleted) and the previous one is restored, with a warning on stderr.
 When none is readable, CheckpointError says so in one line.
+
+The state is a TrainState (the learner's) or a plain dict of arrays with a "step" (distill's
+students): `restore_latest` gives back the type of the `like` it is handed.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import os
 import sys
 import zlib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar, Union
 
 import jax
 import numpy as np
@@ -25,9 +28,15 @@ import orbax.checkpoint as ocp
 from learner.train import TrainState
 from runtime import stops_deferred
 
+State = TypeVar("State", bound=Union[TrainState, dict])
+
 
 class CheckpointError(RuntimeError):
     """No checkpoint of a run directory can be restored."""
+
+
+def _as_dict(state: TrainState | dict) -> dict:
+    return state._asdict() if isinstance(state, TrainState) else dict(state)
 
 
 def state_crc32(host_state: dict) -> int:
@@ -69,23 +78,28 @@ def _quiet_closed_loop_callbacks():
 class Checkpointer:
     """Keeps the last `keep` checkpoints of one run directory."""
 
-    def __init__(self, directory: str | os.PathLike, keep: int = 3):
+    def __init__(self, directory: str | os.PathLike, keep: int = 3,
+                 since: str = "the games played since stay in replay",
+                 fresh_start: str = "--resume trains from step 0 on the replay kept"):
         self.directory = Path(directory).absolute()
+        # for the messages: what becomes of the work after a set-aside checkpoint, and what moving
+        # every checkpoint away does
+        self._since, self._fresh_start = since, fresh_start
         self._manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                  enable_async_checkpointing=False),
         )
 
-    def save(self, state: TrainState, meta: dict) -> None:
+    def save(self, state: TrainState | dict, meta: dict) -> None:
         """Saves synchronously (a Ctrl-C or kill right after loses nothing that was reported saved). A
         SIGTERM or Ctrl-C during the save is raised when it ends: cut short, the save's writer thread
         would go on filling the step's temporary directory while the stop's own save of the same step
         removed it."""
-        step = int(state.step)
+        step = int(_as_dict(state)["step"])
         if step in self._manager.all_steps():
             return
-        host_state = jax.device_get(state._asdict())
+        host_state = jax.device_get(_as_dict(state))
         meta = {**meta, "state_crc32": state_crc32(host_state)}
         with stops_deferred():
             self._manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(host_state),
@@ -95,14 +109,13 @@ class Checkpointer:
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 
-    def restore_latest(self, like: TrainState, warn: Callable[[str], None] = _stderr
-                       ) -> tuple[TrainState, dict] | None:
+    def restore_latest(self, like: State, warn: Callable[[str], None] = _stderr) -> tuple[State, dict] | None:
         """The newest readable checkpoint restored into the structure of `like`, with its meta; or
         None when there is none. Newer unreadable ones are set aside with one `warn` line."""
         steps = sorted(self._manager.all_steps(), reverse=True)
         if not steps:
             return None
-        abstract = jax.tree.map(lambda x: np.zeros(np.shape(x), np.asarray(x).dtype), like._asdict())
+        abstract = jax.tree.map(lambda x: np.zeros(np.shape(x), np.asarray(x).dtype), _as_dict(like))
         failed: list[tuple[int, str]] = []
         for step in steps:
             try:
@@ -119,11 +132,12 @@ class Checkpointer:
             if failed:  # only once an older one restored: a config that fits none moves nothing
                 moved = [self._set_aside(bad) for bad, _ in failed]
                 warn(f"checkpoint step {failed[0][0]} is unreadable ({failed[0][1]}); restored step {step} "
-                     f"instead, the games played since stay in replay ({', '.join(moved)} kept for inspection)")
-            return TrainState(**restored["state"]), meta
+                     f"instead, {self._since} ({', '.join(moved)} kept for inspection)")
+            state = restored["state"]
+            return (TrainState(**state) if isinstance(like, TrainState) else state), meta
         raise CheckpointError(
             f"no readable checkpoint in {self.directory} (step {failed[0][0]}: {failed[0][1]}); move that "
-            "directory away and --resume trains from step 0 on the replay kept")
+            f"directory away and {self._fresh_start}")
 
     def _set_aside(self, step: int) -> str:
         """Renames checkpoint `step` to unreadable-<step> (orbax ignores it); returns the new path."""

@@ -1,8 +1,6 @@
 """distill students: batches and losses by hand, the trainer overfits a small batch, action metrics and
-puzzle scoring against hand-made cases, and evaluate() on a trained student produces all metrics."""
+puzzle scoring against hand-made cases, the learning-rate schedule (a whole run: test_distill_train_run.py)."""
 import dataclasses
-import json
-from pathlib import Path
 
 import chess
 import jax
@@ -12,12 +10,11 @@ import pytest
 from tiny_students import BOARDS, TINY
 
 from arena.suites.puzzles import Puzzle, solve_puzzle
-from distill import annotate, boards, dataset, encoding, losses, student, train
+from distill import dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
-from distill.evaluate import action_metrics, evaluate, puzzle_metrics
+from distill.evaluate import action_metrics, puzzle_metrics
 from games import winprob
 from models.network import make_student
-from runtime import signals
 
 
 def _records(boards_: list[chess.Board]) -> list[dict]:
@@ -246,63 +243,6 @@ def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_cho
     with pytest.raises(ValueError, match="bad FEN '8/8/8/8/8/8/8/8 w - - 0 1'"):  # no kings
         action_metrics(Selector(), [record, dict(record, fen="8/8/8/8/8/8/8/8 w - - 0 1")])
     assert action_metrics(Selector(), [])["action_accuracy"] == 0.0  # evaluate.max_boards=0
-
-
-
-@pytest.mark.slow
-def test_train_then_evaluate_produces_all_metrics(tmp_path, monkeypatch, capsys):
-    game = chess.Board()
-    fens = []
-    for uci in ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]:
-        fens.append(game.fen())
-        game.push_uci(uci)
-    gbs = [boards.GameBoard(game=f"g#{i}", ply=i, fen=f) for i, f in enumerate(fens)]
-    annotate.annotate(gbs, tmp_path / "rec", nodes_per_move=5, show_progress=False)
-    puzzles = tmp_path / "puzzles.csv"
-    puzzles.write_text("PuzzleId,FEN,Moves,Rating\n"
-                       f"a,{chess.STARTING_FEN},f2f3 e7e5 g2g4 d8h4,900\n"
-                       "b,6k1/5ppp/8/8/8/8/5PPP/R5K1 b - - 0 1,g8h8 a1a8,1500\n")
-    monkeypatch.setenv("ZEROCHESS_DATA", str(tmp_path))
-    from configs.loader import load
-    cfg = load(DistillConfig, None, [
-        f"data.records={tmp_path / 'rec'}", "data.test_fraction=0.5", "student.num_bins=16",
-        "student.embedding_dim=16", "student.num_layers=1", "student.num_heads=2",
-        "train.batch_size=8", "train.max_steps=6", "train.checkpoint_every=3", "train.log_every=2",
-        f"train.out_dir={tmp_path / 'av'}", "train.progress=false", "evaluate.puzzles=puzzles.csv"])
-    first = train.train(cfg)
-    assert first["steps"] == 6 and first["final_train_loss"] > 0
-    capsys.readouterr()
-    resumed = train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=8,
-                                                                             checkpoint_every=1, progress=True)))
-    assert resumed["steps"] == 8 and resumed["new_steps"] == 2  # resumed from the step-6 state
-    # not a terminal: one plain line per checkpoint in place of the live bar
-    assert "train av: step 8/8, loss " in capsys.readouterr().out
-    assert resumed["total_seconds"] >= first["seconds"] + resumed["seconds"] - 1e-6
-    # a signal whose KeyboardInterrupt a gc callback swallowed still stops the loop at its next step
-    signals._stop_requested = True
-    with pytest.raises(KeyboardInterrupt):
-        train.train(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=12)))
-    assert not signals._stop_requested
-    # max_seconds is the run's budget over all sessions: one already spent trains no further
-    spent = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=20,
-                                                               max_seconds=first["seconds"] / 2))
-    assert train.train(spent)["new_steps"] == 0
-    assert (tmp_path / "av" / "tb").is_dir()
-    report = evaluate(cfg, show_progress=False)
-    for key in ("action_accuracy", "kendall_tau", "puzzle_accuracy", "bands", "boards", "puzzles"):
-        assert key in report
-    assert report["boards"] > 0 and report["puzzles"] == 2
-    assert 0.0 <= report["action_accuracy"] <= 1.0 and -1.0 <= report["kendall_tau"] <= 1.0
-    assert json.loads(open(report["out"]).read())["puzzles"] == 2
-    # a second evaluation with other settings replaces the JSON, and the history keeps both
-    fewer = evaluate(dataclasses.replace(cfg, evaluate=dataclasses.replace(cfg.evaluate, max_puzzles=1)),
-                     show_progress=False)
-    assert fewer["out"] == report["out"] and json.loads(open(report["out"]).read())["puzzles"] == 1
-    history = [json.loads(line) for line in open(Path(report["out"]).with_suffix(".jsonl"))]
-    assert [h["puzzles"] for h in history] == [2, 1] and history[1]["settings"]["max_puzzles"] == 1
-    sf = evaluate(dataclasses.replace(cfg, evaluate=dataclasses.replace(
-        cfg.evaluate, player="stockfish", out=str(tmp_path / "sf.json"))), show_progress=False)
-    assert sf["bands"]["1200-1599"]["accuracy"] == 1.0  # the mate in one, even at 5 nodes/move
 
 
 
