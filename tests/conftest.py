@@ -81,7 +81,7 @@ def shared_scope(nodeid: str) -> str:
 # tests'. Units with no duration yet (a fresh clone) that are known to be slow start first, in this order.
 DURATIONS_KEY = "zerochess/test_durations"
 KNOWN_SLOW = (
-    "tests/test_selfplay_e2e.py::test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly",
+    "tests/test_selfplay_stops.py::test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly",
     "tests/test_selfplay_e2e.py::test_tic_tac_toe_learns_on_two_node_cluster",
     "tests/test_evaluation.py::test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve",
     "chess_rules",
