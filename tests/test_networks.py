@@ -32,19 +32,20 @@ def test_a_shipped_network_loads_and_plays_legal_moves_through_uci(net_dir):
     engine = chess.engine.SimpleEngine.popen_uci(
         [sys.executable, str(ROOT / "uci.py"), "--agent", f"mcts:net={net_dir.relative_to(ROOT)}"], cwd=ROOT,
         timeout=120)  # python-chess waits 10 s for uciok: a loaded 2-core machine can take longer to start
+    nodes = chess.engine.Limit(nodes=32)  # one budget throughout: each distinct one compiles a search
     try:
         board = chess.Board()
         for _ in range(6):
-            move = engine.play(board, chess.engine.Limit(nodes=8)).move
+            move = engine.play(board, nodes).move
             assert move in board.legal_moves
             board.push(move)
         # its own search, as a GUI would run it on these positions: the mate found, a legal move
         # beside a stalemate trap, the only move when there is one
         fen, mate = MATE_IN_ONE
-        assert engine.play(chess.Board(fen), chess.engine.Limit(nodes=32)).move.uci() == mate
+        assert engine.play(chess.Board(fen), nodes).move.uci() == mate
         trap = chess.Board(STALEMATE_TRAP)
-        assert engine.play(trap, chess.engine.Limit(nodes=32)).move in trap.legal_moves
+        assert engine.play(trap, nodes).move in trap.legal_moves
         fen, only = ONE_MOVE
-        assert engine.play(chess.Board(fen), chess.engine.Limit(nodes=32)).move.uci() == only
+        assert engine.play(chess.Board(fen), nodes).move.uci() == only
     finally:
         engine.quit()

@@ -7,7 +7,6 @@ import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -59,10 +58,11 @@ def _checkpoint_steps(run_dir: Path) -> list[int]:
     return sorted(int(p.name) for p in ckpts.glob("[0-9]*") if p.name.isdigit()) if ckpts.exists() else []
 
 
-def _start(base: list[str], *overrides: str, how: str = "") -> subprocess.Popen:
-    """selfplay.py in its own process group, progress lines every second on stdout. `how`: "ctrl-c"
-    (SIGINT at its default, as in a terminal), "sigterm" (SIGINT ignored, as `nohup ... &` from a
-    script leaves it: only SIGTERM can stop it), "" (either)."""
+def _start(base: list[str], *overrides: str, stderr: Path, how: str = "") -> subprocess.Popen:
+    """selfplay.py in its own process group, progress lines every second on stdout, its stderr to the
+    file `stderr` (read back when a stop fails). `how`: "ctrl-c" (SIGINT at its default, as in a
+    terminal), "sigterm" (SIGINT ignored, as `nohup ... &` from a script leaves it: only SIGTERM can
+    stop it), "" (either)."""
     def own_group():
         os.setsid()
         signal.signal(signal.SIGINT, signal.SIG_IGN if how == "sigterm" else signal.SIG_DFL)
@@ -70,10 +70,10 @@ def _start(base: list[str], *overrides: str, how: str = "") -> subprocess.Popen:
     cmd = base + ["--set", "learner.max_steps=100000", "--set", "log_every_seconds=1"]
     for o in overrides:
         cmd += ["--set", o]
-    stderr = tempfile.TemporaryFile(mode="w+")  # read back when a stop fails: what the run said
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
-                            stderr=stderr, text=True, preexec_fn=own_group)
-    proc.stderr_file = stderr
+    with open(stderr, "w") as err:  # the child holds its own descriptor: ours closes at once
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                                stdout=subprocess.PIPE, stderr=err, text=True, preexec_fn=own_group)
+    proc.stderr_path = stderr
     proc.lines = _read_lines(proc)
     return proc
 
@@ -123,8 +123,7 @@ def _kill_dash_nine(proc: subprocess.Popen) -> None:
 
 
 def _stderr_tail(proc: subprocess.Popen, chars: int = 4000) -> str:
-    proc.stderr_file.seek(0)
-    return proc.stderr_file.read()[-chars:]
+    return proc.stderr_path.read_text()[-chars:]
 
 
 def _stopped_summary(proc: subprocess.Popen, how: str) -> dict:
@@ -166,7 +165,7 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
             "--set", "ray_num_cpus=1", "--set", "actors.num_cpus=1", "--set", "learner.num_cpus=0"]
     actor_no_eval = ["learner.placement=actor", "evaluation.enabled=false"]
 
-    proc = _start(base, "learner.checkpoint_every=20", *actor_no_eval)
+    proc = _start(base, "learner.checkpoint_every=20", *actor_no_eval, stderr=tmp_path / "kill.err")
     try:
         deadline = time.monotonic() + 150
         while not (_checkpoint_steps(run_dir) and _checkpoint_steps(run_dir)[-1] >= 40):
@@ -180,7 +179,8 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     assert len(killed_games) > 0
 
     # periodic checkpoints every 1000 steps from here: a checkpoint at the stop step is the stop's own
-    proc = _start(base + ["--resume"], "learner.checkpoint_every=1000", *actor_no_eval, how="ctrl-c")
+    proc = _start(base + ["--resume"], "learner.checkpoint_every=1000", *actor_no_eval,
+                  stderr=tmp_path / "ctrl-c.err", how="ctrl-c")
     _wait_for_step(proc, killed_step + 10)
     after_ctrl_c = _stopped_summary(proc, "ctrl-c")
     assert after_ctrl_c["stop_reason"] == "interrupted"
@@ -195,7 +195,8 @@ def test_kill_nine_ctrl_c_and_sigterm_each_resume_exactly(tmp_path):
     # its actor killed, not waited for (a scheduler kills a job 30 s after its SIGTERM; waiting for the
     # evaluation took 52 s here, waiting for the busy actor to close 11 s of a 15 s stop)
     proc = _start(base + ["--resume"], "learner.checkpoint_every=1000", "learner.placement=driver",
-                  "evaluation.enabled=true", "evaluation.every_steps=1", "evaluation.openings=1000", how="sigterm")
+                  "evaluation.enabled=true", "evaluation.every_steps=1", "evaluation.openings=1000",
+                  stderr=tmp_path / "sigterm.err", how="sigterm")
     _wait_for_step(proc, after_ctrl_c["step"] + 10)
     after_sigterm = _stopped_summary(proc, "sigterm")
     assert after_sigterm["stop_reason"] == "interrupted"
