@@ -4,11 +4,6 @@ import os
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# The suite's time on a cold cache is mostly XLA compiling (a chess search: ~38 CPU s). Tests check
-# behaviour, not speed: LLVM's cheap passes compile ~35% faster and run the tiny networks ~2x slower
-# (docs/experiments/2026-11-27-suite-time.md). Inherited by every subprocess the tests start.
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
 # Every compile goes to the persistent cache (runtime/jax_cache.py), the many small ones of eager
 # (un-jitted) ops too: on a warm cache they load instead of compiling.
 from runtime.jax_cache import enable_compilation_cache  # noqa: E402
@@ -52,7 +47,7 @@ def two_device_checks(tmp_path_factory) -> dict:
         "    except BaseException:\n"
         "        print(json.dumps([name, traceback.format_exc()[-3000:]]), flush=True)\n")
     checks = {name: (script, str(tmp_path_factory.mktemp(name))) for name, script in TWO_DEVICE_CHECKS.items()}
-    env = {**os.environ, "XLA_FLAGS": f"{os.environ['XLA_FLAGS']} --xla_force_host_platform_device_count=2", "PYTHONPATH": str(root)}
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "PYTHONPATH": str(root)}
     result = subprocess.run([sys.executable, "-c", runner, json.dumps(checks)], cwd=root, env=env,
                             capture_output=True, text=True, timeout=600)
     found = dict(json.loads(line) for line in result.stdout.splitlines() if line.startswith('["'))
