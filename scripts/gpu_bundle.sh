@@ -7,7 +7,8 @@
 #                 (Ray's wheel unpacked, without its Java jars, dashboard build and the libraries zerochess
 #                 does not use: 79 MB -> ~28 MB), stockfish.xz, install.sh (unpacks all of it into site/)
 #   .gpu_data/    openings/8moves_v3.pgn.xz, puzzles/lichess_puzzles_themed.csv.xz (the evaluator's book
-#                 and puzzles, from the data dir: $ZEROCHESS_DATA, else ../shared/data beside the checkout)
+#                 and puzzles), openings/lichess_chess_openings/*.tsv.xz (chess_warm_gpu's opening lines),
+#                 from the data dir: $ZEROCHESS_DATA, else ../shared/data beside the checkout
 # Both folders are ignored by git and ruff. Versions: the ones the checkout's .venv runs (the ones its
 # tests pass with), else pyproject.toml's ranges. It ends by printing the bundle's size and fails with one
 # line if the bundle plus the checkout exceed what one device call carries (64 MiB).
@@ -16,13 +17,13 @@
 #   (carry the checkout with .gpu_wheels/ and .gpu_data/ to the host)
 #   OUT=/tmp/results bash scripts/gpu_session.sh preset    # on the host: installs the bundle on first use
 # or by hand on the host: bash .gpu_wheels/install.sh; export PYTHONPATH=$PWD/.gpu_wheels/site
-#   STOCKFISH_BIN=$PWD/.gpu_wheels/site/bin/stockfish ZEROCHESS_DATA=$PWD/.gpu_data (after xz -dk .gpu_data/*/*.xz)
+#   STOCKFISH_BIN=$PWD/.gpu_wheels/site/bin/stockfish ZEROCHESS_DATA=$PWD/.gpu_data (after unpacking every .gpu_data/**/*.xz with xz -dk)
 #
 # Settings (environment; relative paths are relative to where you run it):
 #   BUNDLE_OUT=.gpu_wheels        the wheel bundle (default: in the checkout)
 #   BUNDLE_DATA_OUT=.gpu_data     the data bundle (default: in the checkout)
 #   BUNDLE_SKIP_DATA=1            pack no data
-#   BUNDLE_DATA_FILES="a b"       data files to pack, relative to the data dir (default: the two above)
+#   BUNDLE_DATA_FILES="a b"       data files to pack, relative to the data dir (default: those above)
 #   BUNDLE_PYTHON_VERSION=3.12    the host's Python, for the wheels' tags
 #   BUNDLE_PACKAGES="x==1 y"      the requirements downloaded as binary wheels (default: the set above)
 #   BUNDLE_SDIST_PACKAGES="z==1"  the requirements built into wheels here (default: python-chess's pin)
@@ -96,7 +97,9 @@ if [ -z "${NO_STOCKFISH:-}" ]; then
 fi
 data_files=()
 if [ -z "${BUNDLE_SKIP_DATA:-}" ]; then
-  read -r -a data_files <<< "${BUNDLE_DATA_FILES:-openings/8moves_v3.pgn puzzles/lichess_puzzles_themed.csv}"
+  default_data="openings/8moves_v3.pgn puzzles/lichess_puzzles_themed.csv"
+  for l in a b c d e; do default_data+=" openings/lichess_chess_openings/$l.tsv"; done
+  read -r -a data_files <<< "${BUNDLE_DATA_FILES:-$default_data}"
   for f in "${data_files[@]}"; do
     [ -f "$data_src/$f" ] || fail "no $data_src/$f: set ZEROCHESS_DATA, run scripts/download_data.sh, or BUNDLE_SKIP_DATA=1"
   done

@@ -2,13 +2,16 @@
 # The one-GPU measurements (docs/selfplay.md#one-gpu, docs/experiments/2026-11-27-one-gpu-h200.md) as one command on an offline GPU host, run
 # from the checkout with these beside it (ignored by git; the first two made by scripts/gpu_bundle.sh):
 #   .gpu_wheels/   the bundle (Ray, pgx, mctx, python-chess, tensorboardX, Stockfish), installed on first use
-#   .gpu_data/     openings/8moves_v3.pgn.xz and puzzles/lichess_puzzles_themed.csv.xz (the evaluator's)
+#   .gpu_data/     openings/8moves_v3.pgn.xz and puzzles/lichess_puzzles_themed.csv.xz (the evaluator's),
+#                  openings/lichess_chess_openings/*.tsv.xz (the warm run's opening lines)
 #   .baseline/     the code before the change (git archive <commit>), for the same-call baseline
 # On the machine with network: bash scripts/gpu_bundle.sh   (prints the size; fails past the 64 MiB a call carries)
 # then carry the checkout with .gpu_wheels/ and .gpu_data/ (and .baseline/) to the host and run it there:
 # Usage: OUT=<dir> bash scripts/gpu_session.sh preset [MINUTES]   # baseline bench, then the preset's run
 #        OUT=<dir> bash scripts/gpu_session.sh compare             # chess_cpu's network in the real run, old and new
 #        OUT=<dir> bash scripts/gpu_session.sh sweep               # one actor's ply loop at several batch sizes (no Ray)
+#        OUT=<dir> bash scripts/gpu_session.sh warm [MINUTES]      # configs/chess_warm_gpu.yaml: self-play from the
+#                                                                    shipped network; its end comes back to be matched
 # Everything it measures lands in $OUT (JSON, logs, the run's network and evaluation as a tarball).
 # A CPU smoke test of the script itself: GAMES=8 PRESET_SET="actors.games_per_actor=4 ..." (smaller sizes).
 set -uo pipefail
@@ -21,7 +24,7 @@ cd "$here"
 # a bundle that unpacked Ray's wheel with python -m zipfile lost the executable bits of its servers
 # (scripts/gpu_bundle.sh keeps them; this costs nothing on its bundles)
 find .gpu_wheels/site/ray/core/src -type f ! -name "*.py" -exec chmod +x {} +
-for f in .gpu_data/*/*.xz; do [ -f "${f%.xz}" ] || xz -dk "$f"; done
+find .gpu_data -name "*.xz" | while read -r f; do [ -f "${f%.xz}" ] || xz -dk "$f"; done
 export PYTHONPATH=$here/.gpu_wheels/site STOCKFISH_BIN=$here/.gpu_wheels/site/bin/stockfish
 export ZEROCHESS_DATA=$here/.gpu_data PYTHONUNBUFFERED=1
 games=${GAMES:-1024}
@@ -45,6 +48,15 @@ if [ "$mode" = preset ]; then
   stamp "preset done (exit $?)"
   keep=(); for p in config.yaml network eval tb games.pgn; do [ -e "runs/chess_gpu/$p" ] && keep+=("chess_gpu/$p"); done
   tar -czf "$OUT/chess_gpu_run.tgz" -C runs "${keep[@]}" 2>> "$OUT/steps.txt"
+elif [ "$mode" = warm ]; then
+  stamp "warm: configs/chess_warm_gpu.yaml from networks/chess_distilled_4x64 for $minutes minutes"
+  timeout --signal=TERM --kill-after=30 $(( minutes * 60 + 100 )) python3 bench/gpu_run.py \
+     --config configs/chess_warm_gpu.yaml --minutes "$minutes" --runs-dir runs --name chess_warm_gpu --no-bench \
+     ${preset_set[@]+--set "${preset_set[@]}"} \
+     > "$OUT/warm.json" 2> "$OUT/warm.log"
+  stamp "warm done (exit $?)"
+  keep=(); for p in config.yaml network tb games.pgn; do [ -e "runs/chess_warm_gpu/$p" ] && keep+=("chess_warm_gpu/$p"); done
+  tar -czf "$OUT/chess_warm_gpu_run.tgz" -C runs "${keep[@]}" 2>> "$OUT/steps.txt"
 elif [ "$mode" = compare ]; then
   common=(--config configs/chess_cpu.yaml --set actors.games_per_actor=4096 actors.num_actors=2 actors.num_gpus=0.5
           actors.num_cpus=2 actors.plies_per_call=8 learner.batch_size=1024 replay.window_positions=1000000

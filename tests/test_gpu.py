@@ -232,6 +232,9 @@ def test_a_local_run_asking_for_more_gpus_than_the_machine_has_is_one_line(monke
     check_gpus(load(SelfPlayConfig, ROOT / "configs/chess_gpu.yaml", ["actors.num_gpus=0", "evaluation.num_gpus=0"]), local=True)
     check_gpus(cfg, local=False)  # with --ray-address the cluster has the GPUs, not this machine: no refusal
     assert capsys.readouterr().err == ""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    check_gpus(load(SelfPlayConfig, ROOT / "configs/chess_warm_gpu.yaml"), local=True)  # the warm run fits one GPU too
+    assert "each self-play actor" in capsys.readouterr().err
 
 
 def test_a_collapsed_value_head_is_reported_once(capsys):

@@ -1,5 +1,5 @@
 """scripts/gpu_bundle.sh offline, on tiny input: a hand-made wheel from a local folder (no network), a
-Stockfish stand-in and a two-file data dir; then the bundle's install.sh, as the GPU host runs it."""
+Stockfish stand-in and a data dir of tiny stand-ins for the files it packs; then the bundle's install.sh, as the GPU host runs it."""
 import base64
 import hashlib
 import lzma
@@ -13,7 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_bundle.sh"
 DATA_FILES = {"openings/8moves_v3.pgn": '[Event "?"]\n\n1. e4 e5 2. Nf3 Nc6 *\n' * 50,
-              "puzzles/lichess_puzzles_themed.csv": "PuzzleId,FEN,Moves,Rating,Themes\n00sHx,8/8/8 w - - 0 1,e2e4,1500,mate\n"}
+              "puzzles/lichess_puzzles_themed.csv": "PuzzleId,FEN,Moves,Rating,Themes\n00sHx,8/8/8 w - - 0 1,e2e4,1500,mate\n",
+              **{f"openings/lichess_chess_openings/{v}.tsv": f"eco\tname\tpgn\n{v.upper()}00\tx\t1. e4\n" for v in "abcde"}}
 
 
 def make_wheel(folder: Path) -> Path:
