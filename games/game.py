@@ -48,9 +48,7 @@ class Game:
 
     def __init__(self, spec: GameSpec):
         self.spec = spec
-        self.env = pgx.make(spec.pgx_id)
-        self._init = jax.vmap(self.env.init)
-        self._step = jax.vmap(self.env.step)
+        self.env, self._init, self._step = _batched_rules(spec.pgx_id)
 
     # Static facts, forwarded for convenience.
     name = property(lambda self: self.spec.name)
@@ -113,6 +111,15 @@ class Game:
     def plies(self, states: State) -> jax.Array:
         """[B] int32 plies played."""
         return pgx_internals.step_count(states)
+
+
+@functools.cache
+def _batched_rules(pgx_id: str):
+    """pgx's env with its batched init and step, each one jitted function per process: a search (and
+    every other function) that calls them traces their rules once per batch shape, not at every call
+    site of every search it builds (a chess step traces for about a second)."""
+    env = pgx.make(pgx_id)
+    return env, jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
 
 
 def make(name: str) -> Game:

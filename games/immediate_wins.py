@@ -13,6 +13,8 @@ per position, in a loop as long as the batch needs (pgx's rule core through game
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -108,12 +110,14 @@ def _checks_of(x, actions, max_checks):
     return picked, jnp.arange(max_checks) < jnp.minimum(gives_check.sum(), max_checks), gives_check
 
 
+@functools.partial(jax.jit, static_argnums=2)  # traced once per shape, not at every search that calls it
 def _chess_checks(states, slot_actions, max_checks):
     picked, valid, _ = jax.vmap(lambda x, a: _checks_of(x, a, max_checks))(pgx_internals.rule_state(states),
                                                                            slot_actions)
     return picked, valid
 
 
+@functools.partial(jax.jit, static_argnums=2)
 def _chess_mates(states, slot_actions, max_checks):
     def one(x, actions):
         picked, valid, gives_check = _checks_of(x, actions, max_checks)

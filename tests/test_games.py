@@ -35,6 +35,9 @@ def test_interface_shapes_and_one_step(name):
     # The position after the same first action is the same whoever plays it.
     obs = np.asarray(game.observe(after))
     assert (obs == obs[0]).all()
+    # every Game of one name shares one jitted init and step: a search traces the rules once per shape
+    assert games.make(name)._step is game._step and games.make(name)._init is game._init
+    np.testing.assert_array_equal(np.asarray(game.observe(game.step(states, actions))), obs)  # eager too
 
 
 def test_unknown_game_is_a_clear_error():
