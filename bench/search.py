@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/search.py                 # the full grid (~10 min on 2 CPU cores)
     .venv/bin/python bench/search.py --quick         # batch 8 x {32, 128} only
+    .venv/bin/python bench/search.py --startup       # what a process pays before its first searched move
 
 Network: a 0.7M-parameter ResNet-like flax net defined here (4 residual blocks x 32 channels, an
 AlphaZero-style conv + dense policy head over pgx's 4672 actions, untrained). Positions: chess
@@ -197,13 +198,46 @@ def env_network_seconds(game, apply_fn, params, states, sims, naive=False, repea
     return _time(compiled, (params, states, jax.random.PRNGKey(0)), 60.0, repeats)
 
 
+def startup(net_dir: str, simulations: list[int]) -> dict:
+    """Seconds to trace, lower and compile (or load from JAX's persistent cache) each of several searches
+    a process builds in turn: a shipped network with its recorded play search, one position, as `uci.py`
+    and `match.py` build theirs. The first pays for tracing the rules; the later ones show what is shared."""
+    import arena
+    import models
+    from runtime.jax_cache import enable_compilation_cache
+    cache_dir = enable_compilation_cache()
+    game, net = games.make("chess"), models.load_evaluation(net_dir)
+    states = game.init(jax.random.split(jax.random.PRNGKey(0), 1))
+    cells = []
+    for sims in simulations:
+        config = arena.search_config(net.metadata, {"num_simulations": sims})
+        fn = search.make_search(game, net.evaluate, config)
+        t0 = time.perf_counter()
+        traced = fn.trace(net.variables, states, jax.random.PRNGKey(1))
+        t1 = time.perf_counter()
+        lowered = traced.lower()
+        t2 = time.perf_counter()
+        lowered.compile()
+        t3 = time.perf_counter()
+        cells.append({"simulations": sims, "policy": config.policy, "win_check": config.win_check,
+                      "trace_s": round(t1 - t0, 2), "lower_s": round(t2 - t1, 2), "compile_s": round(t3 - t2, 2)})
+    return {"bench": "search_startup", "network": net_dir, "device": jax.devices()[0].device_kind,
+            "cpu_count": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2),
+            "compilation_cache": cache_dir, "searches_in_order": cells}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="batch 8 x {32, 128} only")
     parser.add_argument("--policies", default="puct,gumbel")
     parser.add_argument("--naive-all", action="store_true", help="also run the slow naive cells")
     parser.add_argument("--repeats", type=int, default=3, help="timed searches per cell (max)")
+    parser.add_argument("--startup", action="store_true", help="only the seconds before each search's first move")
+    parser.add_argument("--net", default="networks/chess_distilled_4x64", help="--startup's network directory")
     args = parser.parse_args(argv)
+    if args.startup:
+        print(json.dumps(startup(args.net, [32, 64, 400])))
+        return
 
     game = games.make("chess")
     apply_fn, params = network(game)
