@@ -34,29 +34,27 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,nohead
 smi=$!
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/steps.txt"; }
+# run_preset NAME TAG: configs/NAME.yaml's run for $minutes minutes (bench/gpu_run.py, PRESET_SET added),
+# $OUT/TAG.json and TAG.log, then the run's network, config, evaluation and logs as $OUT/NAME_run.tgz
+run_preset() {
+  stamp "$2: configs/$1.yaml for $minutes minutes"
+  timeout --signal=TERM --kill-after=30 $(( minutes * 60 + 100 )) python3 bench/gpu_run.py \
+     --config "configs/$1.yaml" --minutes "$minutes" --runs-dir runs --name "$1" --no-bench \
+     ${preset_set[@]+--set "${preset_set[@]}"} > "$OUT/$2.json" 2> "$OUT/$2.log"
+  stamp "$2 done (exit $?)"
+  local keep=() p
+  for p in config.yaml network eval tb games.pgn; do [ -e "runs/$1/$p" ] && keep+=("$1/$p"); done
+  tar -czf "$OUT/$1_run.tgz" -C runs "${keep[@]}" 2>> "$OUT/steps.txt"
+}
 
 if [ "$mode" = preset ]; then
   stamp "baseline: the code before the change (.baseline/), bench/selfplay.py, chess_cpu at 1024 games"
   (cd .baseline && XLA_PYTHON_CLIENT_MEM_FRACTION=.5 timeout 90 python3 bench/selfplay.py --config configs/chess_cpu.yaml \
      --no-baseline --plies 5 --set actors.games_per_actor="$games" learner.batch_size=1024) \
      > "$OUT/baseline_bench.json" 2> "$OUT/baseline_bench.log"
-  stamp "preset: configs/chess_gpu.yaml for $minutes minutes"
-  timeout --signal=TERM --kill-after=30 $(( minutes * 60 + 100 )) python3 bench/gpu_run.py \
-     --config configs/chess_gpu.yaml --minutes "$minutes" --runs-dir runs --name chess_gpu --no-bench \
-     ${preset_set[@]+--set "${preset_set[@]}"} \
-     > "$OUT/preset.json" 2> "$OUT/preset.log"
-  stamp "preset done (exit $?)"
-  keep=(); for p in config.yaml network eval tb games.pgn; do [ -e "runs/chess_gpu/$p" ] && keep+=("chess_gpu/$p"); done
-  tar -czf "$OUT/chess_gpu_run.tgz" -C runs "${keep[@]}" 2>> "$OUT/steps.txt"
+  run_preset chess_gpu preset
 elif [ "$mode" = warm ]; then
-  stamp "warm: configs/chess_warm_gpu.yaml from networks/chess_distilled_4x64 for $minutes minutes"
-  timeout --signal=TERM --kill-after=30 $(( minutes * 60 + 100 )) python3 bench/gpu_run.py \
-     --config configs/chess_warm_gpu.yaml --minutes "$minutes" --runs-dir runs --name chess_warm_gpu --no-bench \
-     ${preset_set[@]+--set "${preset_set[@]}"} \
-     > "$OUT/warm.json" 2> "$OUT/warm.log"
-  stamp "warm done (exit $?)"
-  keep=(); for p in config.yaml network tb games.pgn; do [ -e "runs/chess_warm_gpu/$p" ] && keep+=("chess_warm_gpu/$p"); done
-  tar -czf "$OUT/chess_warm_gpu_run.tgz" -C runs "${keep[@]}" 2>> "$OUT/steps.txt"
+  run_preset chess_warm_gpu warm
 elif [ "$mode" = compare ]; then
   common=(--config configs/chess_cpu.yaml --set actors.games_per_actor=4096 actors.num_actors=2 actors.num_gpus=0.5
           actors.num_cpus=2 actors.plies_per_call=8 learner.batch_size=1024 replay.window_positions=1000000
