@@ -71,8 +71,11 @@ class ShardWriter(shards.FrameWriter):
 
     def write(self, rec: dict) -> None:
         """Checks one record and appends it, on disk when this returns."""
-        check_record(rec)
-        self.append([shards.pack_map(rec)])
+        self.write_many([rec])
+
+    def write_many(self, recs) -> None:
+        """Checks records and appends them in order, on disk (one fsync) when this returns."""
+        self.append([shards.pack_map(check_record(rec)) for rec in recs])
 
 
 def shard_paths(directory: str | Path) -> list[Path]:

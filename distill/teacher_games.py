@@ -1,0 +1,246 @@
+"""Games of a teacher network's raw policy as distillation records: boards a search corpus never reaches.
+
+    python -m distill.teacher_games OUT --teacher networks/chess_distilled_4x64 --boards 150000
+
+A self-play corpus holds the boards of the teacher's own searched games; a student trained on them
+follows the search where the corpus goes and reads other positions poorly
+(docs/experiments/2026-11-28-students-of-the-distilled-network.md). A forward pass costs far less than
+a search, so these games are cheap: `games_at_once` games in step, each opening with a random line of
+an opening book, then every move sampled from the teacher's policy at `temperature` (1: its own
+distribution, so the games wander into positions the argmax never plays). Each board not seen before
+becomes one record in the format of distill/records.py:
+    policy  the teacher's softmax over the legal moves (BC's and AV-all's best-move term's soft target
+            with `data.bc_soft`)
+    values  each move's one-ply value by the teacher, as distill/selfplay_corpus.py labels a search's
+            unvisited moves (the rules' value where the move ends the game)
+    value   the teacher's value of the board; best: the policy's argmax; outcome: the game's result
+Records of a game are written when it ends (its outcome known). Interrupted, the same command
+continues: the boards on disk are not repeated and the next games draw from a new seed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import chess
+import numpy as np
+
+from arena import Book, book_path, one_ply_values_many
+from distill.records import ShardWriter, build_index, iter_records
+from games import chess_bridge, chess_observation
+
+JOB_FILE = "teacher_games.json"  # what the directory was made from: a rerun resumes only the same job
+
+
+@dataclasses.dataclass(frozen=True)
+class TeacherGames:
+    """What a directory of teacher games is made from (its JOB_FILE)."""
+
+    teacher: str  # the chess network directory whose policy plays and labels
+    book: str = "lichess_chess_openings"  # opening lines (a PGN/TSV file or folder, or a name under openings/)
+    temperature: float = 1.0  # moves sampled from softmax(logits / temperature) over the legal moves
+    max_plies: int = 160  # a game stops here (its records' outcome 0.5)
+    seed: int = 0
+
+
+class _Teacher:
+    """The teacher network on python-chess boards: priors over legal moves and win probabilities."""
+
+    def __init__(self, net_dir: str, batch: int = 256):
+        import jax
+
+        import models
+        network = models.load_evaluation(net_dir)
+        if network.game != "chess":
+            raise ValueError(f"{net_dir}: the teacher must be a chess network (game: {network.game})")
+        evaluate, variables = network.evaluate, network.variables
+        self._apply = jax.jit(lambda obs: evaluate(variables, obs))
+        self.batch = batch
+
+    def _outputs(self, boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray]:
+        """([N, 4672] policy logits, [N] value in [-1, 1]) in whole batches (one compiled shape)."""
+        obs = chess_observation.boards_to_observations(boards)
+        pad = -len(obs) % self.batch
+        obs = np.concatenate([obs, np.repeat(obs[-1:], pad, axis=0)]) if pad else obs
+        logits, values = [], []
+        for i in range(0, len(obs), self.batch):
+            out = self._apply(obs[i:i + self.batch])
+            logits.append(np.asarray(out.policy_logits))
+            values.append(np.asarray(out.value))
+        return np.concatenate(logits)[:len(boards)], np.concatenate(values)[:len(boards)]
+
+    def win_probabilities(self, boards: Sequence[chess.Board]) -> np.ndarray:
+        """[N] the teacher's win probability for each board's side to move."""
+        return (self._outputs(boards)[1] + 1) / 2
+
+    def priors(self, boards: Sequence[chess.Board], moves: Sequence[Sequence[chess.Move]]):
+        """(per board the [len(moves)] logits of its moves, [N] win probabilities)."""
+        logits, values = self._outputs(boards)
+        per_board = []
+        for row, board, legal in zip(logits, boards, moves):
+            actions = [chess_bridge.move_to_pgx_action(m, board.turn == chess.WHITE) for m in legal]
+            per_board.append(row[actions].astype(np.float64))
+        return per_board, (values + 1) / 2
+
+
+def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    z = logits / temperature
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def opening_lines(book: str) -> list[tuple[str, ...]]:
+    """Every line of `book` from the initial position, as UCI moves."""
+    path = book_path(book)
+    files = sorted(f for f in path.iterdir() if f.suffix.lower() in (".pgn", ".tsv")) if path.is_dir() else [path]
+    lines = []
+    for file in files:
+        openings = Book(file)
+        lines.extend(o.moves for o in (openings[i] for i in range(len(openings))) if o.fen == chess.STARTING_FEN)
+    if not lines:
+        raise ValueError(f"{book}: no lines from the initial position (a PGN or TSV book, e.g. lichess_chess_openings)")
+    return lines
+
+
+class _Game:
+    """One game in progress and the records of its new boards (their outcome set when it ends)."""
+
+    def __init__(self, game_id: str, line: Sequence[str]):
+        self.id, self.board, self.records = game_id, chess.Board(), []
+        for uci in line:
+            self.board.push_uci(uci)
+
+    def result(self, max_plies: int) -> float | None:
+        """White's result once the game is over (0.5 at the ply cap), else None."""
+        outcome = self.board.outcome(claim_draw=True)
+        if outcome is not None:
+            return 0.5 if outcome.winner is None else float(outcome.winner == chess.WHITE)
+        return 0.5 if self.board.ply() >= max_plies else None
+
+    def finished_records(self, white_result: float) -> list[dict]:
+        for rec in self.records:
+            white = rec["fen"].split()[1] == "w"
+            rec["outcome"] = white_result if white else 1.0 - white_result
+        return self.records
+
+
+def board_key(board: chess.Board) -> str:
+    """A board without its move clocks: the same position reached in another game is one record."""
+    return " ".join(board.fen().split()[:4])
+
+
+def generate(out_dir: str | Path, job: TeacherGames, boards: int, games_at_once: int = 256,
+             teacher: _Teacher | None = None, show_progress: bool = True) -> dict:
+    """Plays teacher games until `out_dir` holds `boards` records (resuming what it holds)."""
+    out_dir = Path(out_dir)
+    seen, done, games_started = _resume(out_dir, job)
+    teacher = teacher or _Teacher(job.teacher)
+    lines = opening_lines(job.book)
+    rng = np.random.default_rng([job.seed, games_started])  # a resumed job plays new games
+    written, stale = 0, 0
+
+    def new_game() -> _Game:
+        nonlocal games_started
+        games_started += 1
+        return _Game(f"teacher-{job.seed}-{games_started - 1}", lines[rng.integers(len(lines))])
+
+    games = [new_game() for _ in range(games_at_once)]
+    with ShardWriter(out_dir) as writer:
+        while done + written < boards:
+            for i, game in enumerate(games):
+                result = game.result(job.max_plies)
+                if result is not None:
+                    recs = game.finished_records(result)
+                    writer.write_many(recs)
+                    written += len(recs)
+                    games[i] = new_game()
+                    if show_progress:
+                        print(f"\r{done + written:,} / {boards:,} boards, {games_started:,} games", end="",
+                              file=sys.stderr)
+            stale = 0 if _play_one_ply(games, teacher, seen, job.temperature, rng) else stale + 1
+            if stale > 2 * job.max_plies:  # whole games without one new board: the book and policy repeat
+                raise ValueError(f"the teacher's games stopped reaching new boards after {done + written:,}: "
+                                 f"raise --temperature or use a book with more lines")
+    if show_progress:
+        print(file=sys.stderr)
+    build_index(out_dir)
+    return {"records": done + written, "resumed_after": done, "games_started": games_started, "out_dir": str(out_dir)}
+
+
+def _play_one_ply(games: list[_Game], teacher: _Teacher, seen: set, temperature: float,
+                  rng: np.random.Generator) -> int:
+    """Every game's next move from the teacher's policy; new boards recorded with their labels.
+    Returns how many boards were new."""
+    boards = [g.board for g in games]
+    moves = [list(b.legal_moves) for b in boards]
+    logits, values = teacher.priors(boards, moves)
+    new = []
+    for i, board in enumerate(boards):  # a board two games reach at once is recorded once
+        if board_key(board) not in seen:
+            seen.add(board_key(board))
+            new.append(i)
+    move_values = one_ply_values_many([(boards[i].copy(stack=False), moves[i]) for i in new],
+                                      teacher.win_probabilities) if new else []
+    for i, mv in zip(new, move_values):
+        board, policy = boards[i], softmax(logits[i])
+        games[i].records.append({
+            "fen": board.fen(), "game": games[i].id, "ply": board.ply(), "source": "teacher",
+            "moves": [m.uci() for m in moves[i]], "values": [float(v) for v in mv],
+            "value": float(values[i]), "policy": [float(p) for p in policy],
+            "best": moves[i][int(np.argmax(policy))].uci()})
+    for game, legal, lg in zip(games, moves, logits):
+        game.board.push(legal[rng.choice(len(legal), p=softmax(lg, temperature))])
+    return len(new)
+
+
+def _resume(out_dir: Path, job: TeacherGames) -> tuple[set, int, int]:
+    """(board keys on disk, records on disk, games started) of an earlier run of the same job;
+    FileExistsError if `out_dir` holds anything else."""
+    spec = dataclasses.asdict(job)
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / JOB_FILE).write_text(json.dumps(spec, indent=1))
+        return set(), 0, 0
+    try:
+        earlier = json.loads((out_dir / JOB_FILE).read_text())
+    except (OSError, ValueError):
+        earlier = None
+    if earlier != spec:
+        raise FileExistsError(f"{out_dir} holds other records than these teacher games: write into a new directory")
+    seen, games, count = set(), set(), 0
+    for rec in iter_records(out_dir):
+        seen.add(board_key(chess.Board(rec["fen"])))
+        games.add(rec["game"])
+        count += 1
+    last = max((int(g.rsplit("-", 1)[1]) for g in games), default=-1)
+    return seen, count, last + 1
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """python -m distill.teacher_games OUT --teacher NET --boards N."""
+    import argparse
+    parser = argparse.ArgumentParser(description="Records of a teacher network's raw-policy games (policy, "
+                                                 "one-ply values) for students; rerun to resume.")
+    parser.add_argument("out", help="a new directory for the records (or an interrupted one's)")
+    parser.add_argument("--teacher", required=True, help="a chess self-play network directory")
+    parser.add_argument("--boards", type=int, required=True, help="records to hold when done")
+    parser.add_argument("--book", default=TeacherGames.book, help="opening lines the games start from")
+    parser.add_argument("--temperature", type=float, default=TeacherGames.temperature)
+    parser.add_argument("--max-plies", type=int, default=TeacherGames.max_plies)
+    parser.add_argument("--games-at-once", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.temperature <= 0 or args.boards < 1 or args.games_at_once < 1:
+        sys.exit("distill.teacher_games: --temperature must be > 0, --boards and --games-at-once >= 1")
+    job = TeacherGames(str(Path(args.teacher).resolve()), args.book, args.temperature, args.max_plies, args.seed)
+    try:
+        print(json.dumps(generate(args.out, job, args.boards, args.games_at_once)))
+    except (FileNotFoundError, FileExistsError, ValueError) as e:
+        sys.exit(f"distill.teacher_games: {e}")
+
+
+if __name__ == "__main__":
+    main()
