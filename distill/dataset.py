@@ -112,15 +112,16 @@ def sample_batch(ex: Examples, target: str, rng: np.random.Generator, batch_size
                  family: str = "searchless", sampler: str = "unique", bc_soft: bool = False) -> dict:
     """A random batch: {"inputs": [B, 77|78] tokens or [B, 64, 112] squares, "is_black": [B],
     "value": [B] (AV/SV), "action": [B] (BC), "policy": [B, 1968] (BC and AV-all with `bc_soft`),
-    "move_values" and "move_mask": [B, 1968] (AV-all)}."""
+    "move_values", "move_mask" and "value_mask" (the moves with a value): [B, 1968] (AV-all)}."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (use one of {TARGETS})")
     if target == "av":
+        valued = np.flatnonzero(np.isfinite(ex.pair_value))  # a policy-only board's moves have no AV target
         if sampler == "weighted":
-            w = ex.count[ex.pair_board]
-            pairs = rng.choice(len(ex.pair_board), batch_size, p=w / w.sum())
+            w = ex.count[ex.pair_board[valued]]
+            pairs = valued[rng.choice(len(valued), batch_size, p=w / w.sum())]
         else:
-            pairs = rng.integers(0, len(ex.pair_board), batch_size)
+            pairs = valued[rng.integers(0, len(valued), batch_size)]
         boards = ex.pair_board[pairs]
         batch = {"inputs": np.concatenate([ex.tokens[boards], ex.pair_action[pairs, None]], 1),
                  "value": ex.pair_value[pairs]}
@@ -130,7 +131,7 @@ def sample_batch(ex: Examples, target: str, rng: np.random.Generator, batch_size
         if target == "sv":
             batch["value"] = ex.value[boards]
         elif target == "av_all":
-            batch["move_values"], batch["move_mask"] = move_values(ex, boards)
+            batch["move_values"], batch["move_mask"], batch["value_mask"] = move_values(ex, boards)
         else:
             batch["action"] = ex.best[boards]
         if bc_soft and target in ("bc", "av_all"):  # av_all: the best-move term's target
@@ -148,11 +149,15 @@ def soft_policy(ex: Examples, boards: np.ndarray) -> np.ndarray:
     return out / np.maximum(out.sum(1, keepdims=True), 1e-9)
 
 
-def move_values(ex: Examples, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """([B, 1968] win probability of each legal move, [B, 1968] 1 at the legal moves) of `boards`."""
+def move_values(ex: Examples, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """([B, 1968] win probability of each legal move (0 where the record has none), [B, 1968] 1 at
+    the legal moves, [B, 1968] 1 at the legal moves with a value) of `boards`."""
     values = np.zeros((len(boards), encoding.NUM_ACTIONS), np.float32)
     mask = np.zeros_like(values)
     rows, pairs = ex.pairs_of(boards)
-    values[rows, ex.pair_action[pairs]] = ex.pair_value[pairs]
+    given = np.isfinite(ex.pair_value[pairs])
+    values[rows, ex.pair_action[pairs]] = np.where(given, ex.pair_value[pairs], 0.0)
     mask[rows, ex.pair_action[pairs]] = 1.0
-    return values, mask
+    valued = np.zeros_like(values)
+    valued[rows, ex.pair_action[pairs]] = given
+    return values, mask, valued

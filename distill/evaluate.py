@@ -67,11 +67,17 @@ def puzzle_metrics(player, puzzles: list[Puzzle], show_progress: bool = False) -
 
 
 def test_records(records_dir: str | Path, test_fraction: float, max_boards: int, seed: int) -> list[dict]:
-    """Up to `max_boards` records of the held-out games, in a seeded random order."""
+    """Up to `max_boards` records of the held-out games with a value for every move (policy-only
+    boards have no reference to score against), in a seeded random order."""
     store = RecordStore(records_dir)
-    idx = store.split("test", test_fraction)
-    idx = np.random.default_rng(seed).permutation(idx)[:max_boards]
-    recs = [store[int(i)] for i in idx]
+    idx = np.random.default_rng(seed).permutation(store.split("test", test_fraction))
+    recs = []
+    for i in idx:
+        if len(recs) == max_boards:
+            break
+        rec = store[int(i)]
+        if np.all(np.isfinite(rec["values"])):
+            recs.append(rec)
     store.close()
     return recs
 

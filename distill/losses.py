@@ -18,10 +18,11 @@ def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str,
     """Mean loss of a batch. `pred` from student.predict; `kind` "ce", "hl_gauss" or "l2" (value
     bins; AV-all is always binary cross entropy, plus `best_move_weight` x best_move_loss)."""
     if target == "av_all":
-        loss = all_moves_loss(pred.move_logits, batch["move_values"], batch["move_mask"])
-        if best_move_weight:
-            loss += best_move_weight * best_move_loss(pred.move_logits, batch["move_values"], batch["move_mask"],
-                                                      batch.get("policy"))
+        loss = all_moves_loss(pred.move_logits, batch["move_values"], batch.get("value_mask", batch["move_mask"]))
+        if best_move_weight:  # toward the policy over the legal moves, else the best of the valued moves
+            policy = batch.get("policy")
+            mask = batch["move_mask"] if policy is not None else batch.get("value_mask", batch["move_mask"])
+            loss += best_move_weight * best_move_loss(pred.move_logits, batch["move_values"], mask, policy)
         return loss
     if target == "bc":
         if "policy" in batch:
@@ -38,10 +39,12 @@ def loss_fn(pred: StudentOutput, batch: dict, target: str, kind: str,
 def all_moves_loss(logits: jax.Array, values: jax.Array, mask: jax.Array) -> jax.Array:
     """Binary cross entropy of sigmoid(logits) against the win probabilities `values`, both
     [B, 1968], over the legal moves (`mask` 1) of each board, averaged per board then over boards:
-    a board with 40 moves weighs as much as one with 4."""
+    a board with 40 moves weighs as much as one with 4. Boards without a valued move (policy-only
+    records) are left out of the mean."""
     bce = optax.sigmoid_binary_cross_entropy(logits.astype(jnp.float32), values)
-    per_board = jnp.sum(bce * mask, -1) / jnp.maximum(jnp.sum(mask, -1), 1.0)
-    return jnp.mean(per_board)
+    moves = jnp.sum(mask, -1)
+    per_board = jnp.sum(bce * mask, -1) / jnp.maximum(moves, 1.0)
+    return jnp.sum(per_board) / jnp.maximum(jnp.sum(moves > 0), 1.0)
 
 
 def best_move_loss(logits: jax.Array, values: jax.Array, mask: jax.Array,

@@ -5,7 +5,9 @@ A record is a msgpack map, one per board:
     game    str          game id (the train/test split is by game, see `split_of`)
     ply     int          half-moves since the game's start
     moves   [str]        every legal move, UCI
-    values  [float]      win probability in [0, 1] of each move for the side to move (AV target)
+    values  [float]      win probability in [0, 1] of each move for the side to move (AV target);
+                         NaN where a source gives none (teacher games' policy-only boards: they train
+                         BC and AV-all's best-move term only)
     value   float        win probability of the board for the side to move (SV target)
     count   int          how often the board occurred in the source (weighted sampler), default 1
     policy  [float]      optional soft policy target over `moves` (self-play visit distribution)

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 
 import chess
 import numpy as np
@@ -44,6 +44,9 @@ class TeacherGames:
     temperature: float = 1.0  # moves sampled from softmax(logits / temperature) over the legal moves
     max_plies: int = 160  # a game stops here (its records' outcome 0.5)
     seed: int = 0
+    # one_ply: each move's one-ply value (~35 teacher boards per record); none: NaN, a policy-only
+    # record (one teacher board: BC and AV-all's best-move term with data.bc_soft, no AV target)
+    values: Literal["one_ply", "none"] = "one_ply"
 
 
 class _Teacher:
@@ -160,7 +163,7 @@ def generate(out_dir: str | Path, job: TeacherGames, boards: int, games_at_once:
                     if show_progress:
                         print(f"\r{done + written:,} / {boards:,} boards, {games_started:,} games", end="",
                               file=sys.stderr)
-            stale = 0 if _play_one_ply(games, teacher, seen, job.temperature, rng) else stale + 1
+            stale = 0 if _play_one_ply(games, teacher, seen, job.temperature, rng, job.values) else stale + 1
             if stale > 2 * job.max_plies:  # whole games without one new board: the book and policy repeat
                 raise ValueError(f"the teacher's games stopped reaching new boards after {done + written:,}: "
                                  f"raise --temperature or use a book with more lines")
@@ -171,7 +174,7 @@ def generate(out_dir: str | Path, job: TeacherGames, boards: int, games_at_once:
 
 
 def _play_one_ply(games: list[_Game], teacher: _Teacher, seen: set, temperature: float,
-                  rng: np.random.Generator) -> int:
+                  rng: np.random.Generator, values_of: str = "one_ply") -> int:
     """Every game's next move from the teacher's policy; new boards recorded with their labels.
     Returns how many boards were new."""
     boards = [g.board for g in games]
@@ -182,8 +185,11 @@ def _play_one_ply(games: list[_Game], teacher: _Teacher, seen: set, temperature:
         if board_key(board) not in seen:
             seen.add(board_key(board))
             new.append(i)
-    move_values = one_ply_values_many([(boards[i].copy(stack=False), moves[i]) for i in new],
-                                      teacher.win_probabilities) if new else []
+    if values_of == "none":
+        move_values = [np.full(len(moves[i]), np.nan) for i in new]
+    else:
+        move_values = one_ply_values_many([(boards[i].copy(stack=False), moves[i]) for i in new],
+                                          teacher.win_probabilities) if new else []
     for i, mv in zip(new, move_values):
         board, policy = boards[i], softmax(logits[i])
         games[i].records.append({
@@ -232,10 +238,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-plies", type=int, default=TeacherGames.max_plies)
     parser.add_argument("--games-at-once", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--values", choices=["one_ply", "none"], default="one_ply",
+                        help="none: policy-only records (no per-move values), ~35 times cheaper")
     args = parser.parse_args(argv)
     if args.temperature <= 0 or args.boards < 1 or args.games_at_once < 1:
         sys.exit("distill.teacher_games: --temperature must be > 0, --boards and --games-at-once >= 1")
-    job = TeacherGames(str(Path(args.teacher).resolve()), args.book, args.temperature, args.max_plies, args.seed)
+    job = TeacherGames(str(Path(args.teacher).resolve()), args.book, args.temperature, args.max_plies, args.seed,
+                       args.values)
     try:
         print(json.dumps(generate(args.out, job, args.boards, args.games_at_once)))
     except (FileNotFoundError, FileExistsError, ValueError) as e:

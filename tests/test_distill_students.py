@@ -35,7 +35,8 @@ def test_av_all_batches_hold_every_legal_moves_value():
     picks = np.array([3, 0, 3, 2, 1])  # repeats and any order
     batch = dataset.sample_batch(ex, "av_all", np.random.default_rng(0), 4)
     assert batch["inputs"].shape == (4, 77) and batch["move_values"].shape == (4, encoding.NUM_ACTIONS)
-    values, mask = dataset.move_values(ex, picks)
+    values, mask, valued = dataset.move_values(ex, picks)
+    np.testing.assert_array_equal(valued, mask)  # Stockfish annotations value every move
     for row, i in enumerate(picks):
         rec = recs[i]
         expected = dict(zip(rec["moves"], rec["values"]))

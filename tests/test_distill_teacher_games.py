@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import arena
-from distill import teacher_games
+from distill import dataset, losses, student, teacher_games
 from distill.records import RecordStore, iter_records
 
 FOOLS_LINE = '[Event "fool"]\n\n1. f3 e5 2. g4 *\n'
@@ -106,3 +106,34 @@ def test_the_network_teachers_favourite_is_the_policy_agents_move():
 def test_the_command_names_a_bad_temperature(capsys):
     with pytest.raises(SystemExit, match="temperature"):
         teacher_games.main(["out", "--teacher", "x", "--boards", "5", "--temperature", "0"])
+
+
+def test_policy_only_boards_train_the_policy_term_and_leave_the_value_loss_alone(tmp_path):
+    job = _job(tmp_path, temperature=20.0, max_plies=12, values="none")
+    teacher_games.generate(tmp_path / "out", job, boards=5, games_at_once=2, teacher=RuleTeacher(),
+                           show_progress=False)
+    policy_only = list(iter_records(tmp_path / "out"))[0]
+    assert np.all(np.isnan(policy_only["values"])) and sum(policy_only["policy"]) == pytest.approx(1.0)
+    valued = {**policy_only, "game": "valued", "values": list(np.linspace(0.2, 0.8, len(policy_only["moves"])))}
+    ex = dataset.load_examples([valued, policy_only], [0, 1])
+    values, mask, value_mask = dataset.move_values(ex, np.array([0, 1]))
+    assert value_mask[0].sum() == mask[0].sum() == mask[1].sum() > 0 and value_mask[1].sum() == 0
+    batch = {"move_values": values, "move_mask": mask, "value_mask": value_mask,
+             "policy": dataset.soft_policy(ex, np.array([0, 1]))}
+    logits = np.random.default_rng(0).normal(size=values.shape).astype(np.float32)
+    pred = student.StudentOutput(move_logits=logits)
+    alone = {k: v[:1] for k, v in batch.items()}
+    value_loss = float(losses.loss_fn(pred, batch, "av_all", "ce"))
+    assert value_loss == pytest.approx(float(losses.loss_fn(student.StudentOutput(move_logits=logits[:1]), alone,
+                                                            "av_all", "ce")))  # the policy-only board adds nothing
+    with_policy = float(losses.loss_fn(pred, batch, "av_all", "ce", best_move_weight=1.0))
+    legal = np.flatnonzero(mask[1])
+    log_p = logits[1, legal] - np.log(np.sum(np.exp(logits[1, legal])))
+    by_hand = -np.sum(batch["policy"][1, legal] * log_p)  # its policy term: CE toward the teacher's policy
+    first = float(losses.best_move_loss(logits[:1], values[:1], mask[:1], batch["policy"][:1]))
+    assert with_policy == pytest.approx(value_loss + (first + by_hand) / 2, rel=1e-5)
+    without_policy = {k: v for k, v in batch.items() if k != "policy"}  # the best valued move: none here
+    assert float(losses.loss_fn(pred, without_policy, "av_all", "ce", best_move_weight=1.0)) == pytest.approx(
+        value_loss + float(losses.best_move_loss(logits[:1], values[:1], mask[:1])) / 2, rel=1e-5)
+    pairs = dataset.sample_batch(ex, "av", np.random.default_rng(0), 64)
+    assert np.all(np.isfinite(pairs["value"]))  # per-pair AV draws only valued moves
