@@ -206,7 +206,7 @@ def _resume(out_dir: Path, job: TeacherGames) -> tuple[set, int, int]:
     """(board keys on disk, records on disk, games started) of an earlier run of the same job;
     FileExistsError if `out_dir` holds anything else."""
     spec = dataclasses.asdict(job)
-    if not out_dir.exists() or not any(out_dir.iterdir()):
+    if not out_dir.exists() or not any(out_dir.glob("shard-*")):  # new, or a job that failed before a record
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / JOB_FILE).write_text(json.dumps(spec, indent=1))
         return set(), 0, 0

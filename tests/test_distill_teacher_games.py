@@ -103,6 +103,14 @@ def test_the_network_teachers_favourite_is_the_policy_agents_move():
     assert values.shape == (2,) and np.all((values > 0) & (values < 1))
 
 
+def test_a_job_that_failed_before_its_first_record_can_be_rerun_otherwise(tmp_path):
+    with pytest.raises(SystemExit, match="not found"):  # a wrong teacher: one line, no record written
+        teacher_games.main([str(tmp_path / "out"), "--teacher", str(tmp_path / "missing"), "--boards", "1"])
+    teacher_games.generate(tmp_path / "out", _job(tmp_path, temperature=20.0, max_plies=8), boards=1,
+                           games_at_once=1, teacher=RuleTeacher(), show_progress=False)
+    assert len(list(iter_records(tmp_path / "out"))) >= 1
+
+
 def test_the_command_names_a_bad_temperature(capsys):
     with pytest.raises(SystemExit, match="temperature"):
         teacher_games.main(["out", "--teacher", "x", "--boards", "5", "--temperature", "0"])
