@@ -29,7 +29,7 @@ from arena.agents.spec import AgentSpec, SpecError, check_agent, make_agent, par
 from arena.batched.board_players import alphabeta_move, board_mover, ladder_opponents, parse_player
 from arena.play.game import Adjudication, append_pgn, play_game
 from arena.play.match import MatchConfig, run_match
-from arena.play.openings import START, Book, Opening, book_path, parse_epd, pick
+from arena.play.openings import START, Book, Opening, book_files, book_path, parse_epd, pick
 from arena.play.uci import UciEngine
 from arena.ratings.bayeselo import GameResult, fit_ratings
 from arena.suites import (
@@ -53,7 +53,7 @@ _LAZY = {  # name -> the module defining it (or the module itself, by its own na
 __all__ = [
     "Adjudication", "Agent", "AgentSpec", "BAND_WIDTH", "Book", "EngineDiedError", "GameResult", "Limit",
     "MatchConfig", "Opening", "Option", "Puzzle", "START", "SpecError", "StudentAgent", "UciEngine",
-    "action_metrics", "agent_action_metrics", "alphabeta_move", "append_pgn", "board_mover", "book_path",
+    "action_metrics", "agent_action_metrics", "alphabeta_move", "append_pgn", "board_mover", "book_files", "book_path",
     "capture_reply_values_many", "check_agent", "find_stockfish", "fit_ratings", "gauntlet", "ladder_opponents",
     "load_student", "make_agent", "mate_puzzles",
     "one_ply_values", "one_ply_values_many", "parse_epd", "parse_player", "parse_spec", "pick", "play_game",

@@ -107,30 +107,44 @@ def _write(writer: ShardWriter, recs: list[dict]) -> int:
     return len(recs)
 
 
-def network_teacher(net_dir: str | Path, batch: int = 256) -> Teacher:
-    """A teacher from a self-play network directory (models/network_dir.py, game "chess", e.g.
-    runs/<name>/network): the value head on the pgx observation of each board (its position alone:
-    no history planes; encoded straight from the board, games/chess_observation.py)."""
-    import jax
-    import jax.numpy as jnp
+class NetworkTeacher:
+    """A chess self-play network directory (models/network_dir.py, game "chess", e.g.
+    runs/<name>/network) on python-chess boards: the pgx observation of each board (its position
+    alone: no history planes; encoded straight from the board, games/chess_observation.py), in whole
+    batches of `batch` (one compiled shape)."""
 
-    import models
-    from games import chess_observation
+    def __init__(self, net_dir: str | Path, batch: int = 256):
+        import jax
 
-    network = models.load_evaluation(net_dir)
-    if network.game != "chess":
-        raise ValueError(f"{net_dir}: a teacher must be a chess self-play network (game: {network.game})")
-    evaluate, variables = network.evaluate, network.variables
-    apply = jax.jit(lambda obs: evaluate(variables, obs).value)
+        import models
+        network = models.load_evaluation(net_dir)
+        if network.game != "chess":
+            raise ValueError(f"{net_dir}: a teacher must be a chess self-play network (game: {network.game})")
+        evaluate, variables = network.evaluate, network.variables
+        self._apply = jax.jit(lambda obs: evaluate(variables, obs))
+        self.batch = batch
 
-    def values(boards: Sequence[chess.Board]) -> np.ndarray:
+    def outputs(self, boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray]:
+        """([N, 4672] policy logits, [N] value in [-1, 1] for each board's side to move)."""
+        from games import chess_observation
         obs = chess_observation.boards_to_observations(boards)
-        pad = -len(obs) % batch  # whole batches only: one compiled shape
+        pad = -len(obs) % self.batch
         obs = np.concatenate([obs, np.repeat(obs[-1:], pad, axis=0)]) if pad else obs
-        out = [np.asarray(apply(jnp.asarray(obs[i:i + batch]))) for i in range(0, len(obs), batch)]
-        return (np.concatenate(out)[:len(boards)] + 1) / 2
+        logits, values = [], []
+        for i in range(0, len(obs), self.batch):
+            out = self._apply(obs[i:i + self.batch])
+            logits.append(np.asarray(out.policy_logits))
+            values.append(np.asarray(out.value))
+        return np.concatenate(logits)[:len(boards)], np.concatenate(values)[:len(boards)]
 
-    return values
+    def win_probabilities(self, boards: Sequence[chess.Board]) -> np.ndarray:
+        """[N] the value head's win probability for each board's side to move (a Teacher)."""
+        return (self.outputs(boards)[1] + 1) / 2
+
+
+def network_teacher(net_dir: str | Path, batch: int = 256) -> Teacher:
+    """A teacher from a self-play network directory: its value head (NetworkTeacher)."""
+    return NetworkTeacher(net_dir, batch).win_probabilities
 
 
 def main(argv: Sequence[str] | None = None) -> None:

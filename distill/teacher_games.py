@@ -28,9 +28,10 @@ from typing import Literal, Sequence
 import chess
 import numpy as np
 
-from arena import Book, book_path, one_ply_values_many
+from arena import Book, book_files, one_ply_values_many
 from distill.records import ShardWriter, build_index, iter_records
-from games import chess_bridge, chess_observation
+from distill.selfplay_corpus import NetworkTeacher
+from games import chess_bridge
 
 JOB_FILE = "teacher_games.json"  # what the directory was made from: a rerun resumes only the same job
 
@@ -49,39 +50,12 @@ class TeacherGames:
     values: Literal["one_ply", "none"] = "one_ply"
 
 
-class _Teacher:
-    """The teacher network on python-chess boards: priors over legal moves and win probabilities."""
-
-    def __init__(self, net_dir: str, batch: int = 256):
-        import jax
-
-        import models
-        network = models.load_evaluation(net_dir)
-        if network.game != "chess":
-            raise ValueError(f"{net_dir}: the teacher must be a chess network (game: {network.game})")
-        evaluate, variables = network.evaluate, network.variables
-        self._apply = jax.jit(lambda obs: evaluate(variables, obs))
-        self.batch = batch
-
-    def _outputs(self, boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray]:
-        """([N, 4672] policy logits, [N] value in [-1, 1]) in whole batches (one compiled shape)."""
-        obs = chess_observation.boards_to_observations(boards)
-        pad = -len(obs) % self.batch
-        obs = np.concatenate([obs, np.repeat(obs[-1:], pad, axis=0)]) if pad else obs
-        logits, values = [], []
-        for i in range(0, len(obs), self.batch):
-            out = self._apply(obs[i:i + self.batch])
-            logits.append(np.asarray(out.policy_logits))
-            values.append(np.asarray(out.value))
-        return np.concatenate(logits)[:len(boards)], np.concatenate(values)[:len(boards)]
-
-    def win_probabilities(self, boards: Sequence[chess.Board]) -> np.ndarray:
-        """[N] the teacher's win probability for each board's side to move."""
-        return (self._outputs(boards)[1] + 1) / 2
+class _Teacher(NetworkTeacher):
+    """The teacher network's priors over each board's legal moves, beside its win probabilities."""
 
     def priors(self, boards: Sequence[chess.Board], moves: Sequence[Sequence[chess.Move]]):
         """(per board the [len(moves)] logits of its moves, [N] win probabilities)."""
-        logits, values = self._outputs(boards)
+        logits, values = self.outputs(boards)
         per_board = []
         for row, board, legal in zip(logits, boards, moves):
             actions = [chess_bridge.move_to_pgx_action(m, board.turn == chess.WHITE) for m in legal]
@@ -97,10 +71,8 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 
 def opening_lines(book: str) -> list[tuple[str, ...]]:
     """Every line of `book` from the initial position, as UCI moves."""
-    path = book_path(book)
-    files = sorted(f for f in path.iterdir() if f.suffix.lower() in (".pgn", ".tsv")) if path.is_dir() else [path]
     lines = []
-    for file in files:
+    for file in book_files(book):
         openings = Book(file)
         lines.extend(o.moves for o in (openings[i] for i in range(len(openings))) if o.fen == chess.STARTING_FEN)
     if not lines:
@@ -130,9 +102,9 @@ class _Game:
         return self.records
 
 
-def board_key(board: chess.Board) -> str:
-    """A board without its move clocks: the same position reached in another game is one record."""
-    return " ".join(board.fen().split()[:4])
+def board_key(fen: str) -> str:
+    """A FEN without its move clocks: the same position reached in another game is one record."""
+    return " ".join(fen.split()[:4])
 
 
 def generate(out_dir: str | Path, job: TeacherGames, boards: int, games_at_once: int = 256,
@@ -180,10 +152,11 @@ def _play_one_ply(games: list[_Game], teacher: _Teacher, seen: set, temperature:
     boards = [g.board for g in games]
     moves = [list(b.legal_moves) for b in boards]
     logits, values = teacher.priors(boards, moves)
+    fens = [b.fen() for b in boards]
     new = []
-    for i, board in enumerate(boards):  # a board two games reach at once is recorded once
-        if board_key(board) not in seen:
-            seen.add(board_key(board))
+    for i, fen in enumerate(fens):  # a board two games reach at once is recorded once
+        if board_key(fen) not in seen:
+            seen.add(board_key(fen))
             new.append(i)
     if values_of == "none":
         move_values = [np.full(len(moves[i]), np.nan) for i in new]
@@ -191,9 +164,9 @@ def _play_one_ply(games: list[_Game], teacher: _Teacher, seen: set, temperature:
         move_values = one_ply_values_many([(boards[i].copy(stack=False), moves[i]) for i in new],
                                           teacher.win_probabilities) if new else []
     for i, mv in zip(new, move_values):
-        board, policy = boards[i], softmax(logits[i])
+        policy = softmax(logits[i])
         games[i].records.append({
-            "fen": board.fen(), "game": games[i].id, "ply": board.ply(), "source": "teacher",
+            "fen": fens[i], "game": games[i].id, "ply": boards[i].ply(), "source": "teacher",
             "moves": [m.uci() for m in moves[i]], "values": [float(v) for v in mv],
             "value": float(values[i]), "policy": [float(p) for p in policy],
             "best": moves[i][int(np.argmax(policy))].uci()})
@@ -218,7 +191,7 @@ def _resume(out_dir: Path, job: TeacherGames) -> tuple[set, int, int]:
         raise FileExistsError(f"{out_dir} holds other records than these teacher games: write into a new directory")
     seen, games, count = set(), set(), 0
     for rec in iter_records(out_dir):
-        seen.add(board_key(chess.Board(rec["fen"])))
+        seen.add(board_key(rec["fen"]))
         games.add(rec["game"])
         count += 1
     last = max((int(g.rsplit("-", 1)[1]) for g in games), default=-1)

@@ -23,10 +23,9 @@ def book_lines(book: str, game_name: str) -> tuple[np.ndarray, ...]:
     if game_name != "chess":
         raise ValueError(f"actors.opening_book is for chess (this run plays {game_name}); "
                          f"use actors.random_opening_plies for opening variety")
-    path = _resolve(book)
-    files = sorted(f for f in path.iterdir() if f.suffix.lower() in (".pgn", ".tsv")) if path.is_dir() else [path]
+    files = _resolve(book)
     if not files:
-        raise ValueError(f"actors.opening_book: {path} holds no .pgn or .tsv book")
+        raise ValueError(f"actors.opening_book: {book} holds no .pgn or .tsv book")
     lines, set_up = [], []
     for file in files:
         file_lines, file_set_up = _lines_of(file)
@@ -43,9 +42,9 @@ def book_lines(book: str, game_name: str) -> tuple[np.ndarray, ...]:
 
 
 def _resolve(book: str):
-    from arena import book_path
+    from arena import book_files
     try:
-        return book_path(book)
+        return book_files(book)
     except FileNotFoundError as e:
         raise ValueError(f"actors.opening_book: {e}") from None
 

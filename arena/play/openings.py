@@ -114,6 +114,15 @@ def book_path(book: str | Path) -> Path:
         raise FileNotFoundError(f"opening book '{book}' is not a file, and {e}") from None
 
 
+def book_files(book: str | Path) -> list[Path]:
+    """The book files `book` names (book_path): the file itself, or a folder's .pgn and .tsv files
+    in name order (e.g. lichess_chess_openings/{a..e}.tsv)."""
+    path = book_path(book)
+    if not path.is_dir():
+        return [path]
+    return sorted(f for f in path.iterdir() if f.suffix.lower() in (".pgn", ".tsv"))
+
+
 def load_book(path: str | Path, limit: int | None = None) -> list[Opening]:
     """Every opening of a book file, parsed (errors name the file and line or game)."""
     book = Book(path, limit)
