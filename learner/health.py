@@ -46,11 +46,22 @@ def value_head_collapsing(steps_since_start: int, value_std: float, value_std_st
     with its units alive (v = +-1 everywhere: 32 value channels at lr 0.1 in bench/value_collapse.py)."""
     if steps_since_start < min_steps:
         return False
+    if value_head_dead(value_std, value_active, value_explained, active_floor=active_floor, std_floor=std_floor):
+        return True
+    return value_explained is not None and value_std < std_ratio * value_std_start and value_explained < explained_floor
+
+
+def value_head_dead(value_std: float, value_active: Optional[float] = None,
+                    value_explained: Optional[float] = None, *, active_floor: float = ACTIVE_FLOOR,
+                    std_floor: float = STD_FLOOR) -> bool:
+    """The floors of `value_head_collapsing`, which need no start to compare with: at most
+    `active_floor` of the head's units past their ReLU, or a spread under `std_floor` over a batch
+    whose outcomes differ (`value_explained` not None). An untrained head is neither (chess_cpu: std
+    0.03, about half its units active), so a head that shows them at its first figures died before
+    them (a 4x64 warm start at lr 0.02, seed 0: std 0.000 at step 100) and is said at once."""
     if value_active is not None and value_active <= active_floor:
         return True
-    if value_explained is None:  # every outcome of the batch equal
-        return False
-    return value_std < std_floor or (value_std < std_ratio * value_std_start and value_explained < explained_floor)
+    return value_explained is not None and value_std < std_floor
 
 
 def collapse_line(step: int, value_std: float, start_step: int, value_std_start: float,
@@ -58,8 +69,8 @@ def collapse_line(step: int, value_std: float, start_step: int, value_std_start:
     """The one-line warning, naming what to check."""
     share = f"{100 * value_std / value_std_start:.0f}%" if value_std_start > 0 else "-"
     units = "" if value_active is None else f", {100 * value_active:.0f}% of its units active"
-    return (f"value head collapsing at step {step}: value std {value_std:.2g} ({share} of step {start_step}'s)"
-            f"{units}; {check}")
+    than = "its first figures" if step == start_step else f"{share} of step {start_step}'s"
+    return f"value head collapsing at step {step}: value std {value_std:.2g} ({than}){units}; {check}"
 
 
 @dataclasses.dataclass
@@ -96,13 +107,15 @@ class ValueHealthMonitor:
         the first time the head is collapsing, else None. The first figures seen are the start."""
         if metrics is None or metrics.value_std is None:
             return None
-        if self.value_std_start is None:
+        active = None if self.linear_path else metrics.value_active
+        first = self.value_std_start is None
+        if first:
             self.start_step, self.value_std_start = step, metrics.value_std
             self.value_active_start = metrics.value_active
-            return None
-        active = None if self.linear_path else metrics.value_active
-        if self.warning is None and value_head_collapsing(step - self.start_step, metrics.value_std,
-                                                          self.value_std_start, active, metrics.value_explained):
+        collapsing = (value_head_dead(metrics.value_std, active, metrics.value_explained) if first else
+                      value_head_collapsing(step - self.start_step, metrics.value_std, self.value_std_start,
+                                            active, metrics.value_explained))
+        if self.warning is None and collapsing:
             self.warning, self.warning_step = collapse_line(
                 step, metrics.value_std, self.start_step, self.value_std_start, metrics.value_active,
                 self.check), step

@@ -146,6 +146,13 @@ def test_the_warning_fires_on_a_dead_value_head_and_not_on_a_healthy_one(capsys)
     assert (summary.warning, summary.warning_step, summary.start_step) == (line, 450, 10)
     assert summary.value_std_vs_start < 1e-3 and summary.value_active == 0.0
 
+    # a head dead at the run's first figures (a warm start's seed 0 at lr 0.02: std 0.000 at step
+    # 100) is said then: its floors need no start to compare with
+    born_dead = ValueHealthMonitor()
+    line = born_dead.observe(100, collapsed)
+    assert line.startswith("value head collapsing at step 100: value std ") and "(its first figures)" in line
+    assert born_dead.summary(collapsed).warning_step == 100 and born_dead.observe(400, collapsed) is None
+
     healthy_run = ValueHealthMonitor()
     for step in (10, 400, 5000):
         assert healthy_run.observe(step, alive if step > 10 else start) is None

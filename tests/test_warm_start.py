@@ -148,8 +148,8 @@ def test_a_warm_run_holding_its_policy_near_the_start_reads_the_start_on_resume_
 
 
 def test_a_warm_start_whose_value_head_dies_says_so_and_how_to_start_again(tmp_path, capsys):
-    """A rate that saturates the value's tanh (v the same for boards valued 0.1 to 0.9): one line on
-    stderr once 200 steps have passed the first figures, and the warning in warm_start.json."""
+    """A rate that saturates the value's tanh (v the same for boards valued 0.1 to 0.9) by the first
+    figures: one line on stderr then, not 200 steps later, and the warning in warm_start.json."""
     _records(tmp_path / "rec", copies=8, board_values=(0.9, 0.1, 0.5, 0.6))
     (tmp_path / "tiny.yaml").write_text(TINY)
     cfg = load(DistillConfig, None, [
@@ -158,8 +158,9 @@ def test_a_warm_start_whose_value_head_dies_says_so_and_how_to_start_again(tmp_p
         "warm_start.learning_rate=5", "warm_start.log_every=20", "warm_start.progress=false"])
     health = warm_start(cfg)["value_health"]
     err = capsys.readouterr().err
-    assert health["start_step"] == 20 and health["warning_step"] == 220 and health["value_std"] < 1e-3
+    assert health["start_step"] == health["warning_step"] == 20 and health["value_std"] < 1e-3
     assert err.count("value head collapsing") == 1 and "warm_start.learning_rate" in err
+    assert "value head collapsing at step 20: value std " in err and "(its first figures)" in err
     assert health["warning"] in err
 
 
