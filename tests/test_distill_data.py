@@ -3,6 +3,8 @@
 The value bins are checked by hand on the numpy reference (tests/reference_bins.py), and the
 library's JAX bins (games/winprob.py) against that reference."""
 
+import json
+
 import chess
 import chess.engine
 import numpy as np
@@ -199,3 +201,41 @@ def test_cli_errors_are_one_line(args, message, capsys):
         proc = subprocess.run([sys.executable, str(root / "distill.py"), *args], cwd=root,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and proc.stderr == err, proc.stderr
+
+
+def test_a_union_of_record_directories_reads_as_their_concatenation(tmp_path, capsys):
+    """`python -m distill.union OUT A B`: links, not copies, to every shard of A then B; the store
+    over OUT reads A's records then B's, each in the same split as in its source; a rerun after a
+    source grew relinks; a directory with shards of its own, a source without shards or named twice
+    is refused with one line, and nothing is overwritten."""
+    from distill import union
+
+    def write(d, first, n, shard_size):
+        with records.ShardWriter(d, shard_size=shard_size) as w:
+            for i in range(first, first + n):
+                w.write(_rec(i, game=f"{d.name}#{i % 5}"))
+
+    a, b, out = tmp_path / "a", tmp_path / "b", tmp_path / "union"
+    write(a, 0, 7, 3)
+    write(b, 100, 4, 10)
+    assert union.link_records(out, [a, b]) == {"out": str(out), "shards": 4, "records": 11}
+    assert all(p.is_symlink() for p in records.shard_paths(out))
+    store = records.RecordStore(out)
+    fens = [store[i]["fen"] for i in range(len(store))]
+    assert fens == [r["fen"] for d in (a, b) for r in records.iter_records(d)]
+    for i in range(len(store)):
+        rec = store[i]
+        assert records.split_of(rec["game"], 0.3) == ("test" if i in store.split("test", 0.3) else "train")
+    store.close()
+
+    write(b, 104, 2, 10)  # a source grows: the rerun sees it whole
+    union.main([str(out), str(a), str(b)])
+    assert json.loads(capsys.readouterr().out)["records"] == 13
+
+    cases = [([str(out), str(a), str(a)], "named twice"), ([str(out), str(tmp_path / "empty")], "no record shards"),
+             ([str(out), str(out)], "cannot be one of its sources"), ([str(b), str(a)], "of its own")]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            union.main(argv)
+        assert message in str(exit_.value) and "\n" not in str(exit_.value)
+    assert len(list(records.iter_records(b))) == 6  # the refused union left the source as it was
