@@ -28,21 +28,24 @@ def link_records(out: str | Path, sources: Sequence[str | Path]) -> dict:
     resolved = [Path(s).resolve() for s in sources]
     if not resolved:
         raise ValueError("name at least one record directory to link")
+    targets = []
     for src, given in zip(resolved, sources):
         if src == out.resolve():
             raise ValueError(f"{given}: the output directory cannot be one of its sources")
-        if not shard_paths(src):
+        listed = shard_paths(src)
+        if not listed:
             raise ValueError(f"{given}: no record shards (shard-00000.msgpack, ...) there")
+        targets += [p.resolve() for p in listed]
     if len(set(resolved)) < len(resolved):
         raise ValueError("a source is named twice: its records would count double")
-    own = [p for p in shard_paths(out) if not p.is_symlink()]
+    links = shard_paths(out)
+    own = [p for p in links if not p.is_symlink()]
     if own:
         raise ValueError(f"{out}: holds record shards of its own ({own[0].name}); name a new directory")
     out.mkdir(parents=True, exist_ok=True)
-    for old in shard_paths(out):  # an earlier union's links: relinked below
+    for old in links:  # an earlier union's links: relinked below
         old.unlink()
     (out / INDEX_NAME).unlink(missing_ok=True)
-    targets = [p.resolve() for src in resolved for p in shard_paths(src)]
     for i, target in enumerate(targets):
         (out / shards.RECORD_SHARDS.name(i)).symlink_to(target)
     return {"out": str(out), "shards": len(targets), "records": len(build_index(out)["shard"])}
