@@ -120,7 +120,7 @@ class TrainConfig:
 class EvaluateConfig:
     net: str = ""  # the student's network directory, or its train.out_dir ("" -> train.out_dir)
     player: str = "student"  # "student" (that network) or any arena agent spec: random, "stockfish:nodes=500", ...
-    max_boards: int = 1000  # held-out boards for action accuracy and Kendall's tau
+    max_boards: int = 1000  # held-out boards for action accuracy and Kendall's tau, and per source for imitation
     puzzles: str = "puzzles/lichess_puzzles_themed.csv"  # relative to the data dir
     max_puzzles: int = 1000  # puzzles evaluated (first N of the file)
     out: str = ""  # JSON path ("" -> <net or train.out_dir>/eval_<player>.json); every report is also appended to the .jsonl beside it

@@ -1,6 +1,8 @@
 """Evaluation of a player (any arena agent: the trained student, or a baseline such as `random` or
 `stockfish:nodes=500`): action accuracy and Kendall's tau against the oracle's per-move values on
-the held-out games, and puzzle accuracy (overall and per 400-point rating band), as one JSON.
+the held-out games, imitation (per record source, how often the player's move is the favourite of
+the record's policy: a teacher's raw policy, a search's visits), and puzzle accuracy (overall and per
+400-point rating band), as one JSON.
 
 Action accuracy: the player's top move has the oracle's best value (ties, e.g. two mates, count);
 a player with `move_scores(board)` (the students) is judged by its top-scored move, any other by
@@ -66,20 +68,66 @@ def puzzle_metrics(player, puzzles: list[Puzzle], show_progress: bool = False) -
                       for b, v in sorted(bands.items())}}
 
 
-def test_records(records_dir: str | Path, test_fraction: float, max_boards: int, seed: int) -> list[dict]:
-    """Up to `max_boards` records of the held-out games with a value for every move (policy-only
-    boards have no reference to score against), in a seeded random order."""
+@dataclasses.dataclass(frozen=True)
+class HeldOut:
+    """Held-out boards of a record directory (its test split), in a seeded random order."""
+
+    scored: list[dict]  # records with a value for every move: action accuracy and Kendall's tau
+    with_policy: dict[str, list[dict]]  # per record source, records with a policy target: imitation
+
+
+def held_out_records(records_dir: str | Path, test_fraction: float, max_boards: int, seed: int) -> HeldOut:
+    """Up to `max_boards` scored records and up to `max_boards` records with a policy per source
+    ("teacher": a teacher's raw policy; "selfplay": a search's visits). Policy-only boards have no
+    values to score a move against; the policy is what a student of them imitates."""
     store = RecordStore(records_dir)
     idx = np.random.default_rng(seed).permutation(store.split("test", test_fraction))
-    recs = []
+    scored, with_policy = [], {}
     for i in idx:
-        if len(recs) == max_boards:
+        if len(scored) == max_boards and all(len(v) == max_boards for v in with_policy.values()):
             break
         rec = store[int(i)]
-        if np.all(np.isfinite(rec["values"])):
-            recs.append(rec)
+        if len(scored) < max_boards and np.all(np.isfinite(rec["values"])):
+            scored.append(rec)
+        if rec.get("policy") is not None:
+            group = with_policy.setdefault(rec.get("source") or "unknown", [])
+            if len(group) < max_boards:
+                group.append(rec)
     store.close()
-    return recs
+    return HeldOut(scored, with_policy)
+
+
+def imitation_metrics(player, with_policy: dict[str, list[dict]], show_progress: bool = False) -> dict:
+    """Per source, {"agreement" (the player's move is the record policy's favourite), "interval"
+    (Wilson 95%), "policy_on_move" (the record policy's mean mass on the player's move),
+    "policy_on_favourite", "boards"}: how closely a student follows what it was taught, and on
+    which boards it does not."""
+    from arena import probe
+
+    report = {}
+    for source, records in sorted(with_policy.items()):
+        hits, on_move, on_favourite = 0, [], []
+        for rec in track(records, f"imitation ({source})", disable=not show_progress):
+            policy = np.asarray(rec["policy"], np.float64)
+            favourite = int(np.argmax(policy))
+            move = select_move(player, chess_bridge.parse_fen(rec["fen"])).uci()
+            mass = policy[rec["moves"].index(move)] if move in rec["moves"] else 0.0
+            hits += move == rec["moves"][favourite]
+            on_move.append(mass)
+            on_favourite.append(policy[favourite])
+        n = len(records)
+        report[source] = {"agreement": hits / n if n else None, "interval": list(probe.wilson(hits, n)),
+                          "policy_on_move": float(np.mean(on_move)) if n else None,
+                          "policy_on_favourite": float(np.mean(on_favourite)) if n else None, "boards": n}
+    return report
+
+
+def select_move(player, board):
+    """The player's move on a board with no history (a fresh game for engines)."""
+    reset = getattr(player, "reset", None)
+    if callable(reset):
+        reset()
+    return player.select(board)[0]
 
 
 def student_dir(path: str | Path) -> Path:
@@ -117,11 +165,12 @@ def evaluate(cfg, show_progress: bool = True) -> dict:
         from arena import check_agent
         check_agent(e.player)  # a bad spec or a missing engine fails before any work
     puzzles = read_puzzles(data_file(e.puzzles), e.max_puzzles) if e.max_puzzles > 0 else []
-    records = test_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed)
+    held_out = held_out_records(cfg.data.records, cfg.data.test_fraction, e.max_boards, e.seed)
     player = make_player(cfg)
     start = time.time()
     try:
-        report = {"player": player.name, **action_metrics(player, records, show_progress),
+        report = {"player": player.name, **action_metrics(player, held_out.scored, show_progress),
+                  "imitation": imitation_metrics(player, held_out.with_policy, show_progress),
                   **puzzle_metrics(player, puzzles, show_progress)}
     finally:
         player.close()

@@ -12,7 +12,8 @@ from tiny_students import BOARDS, TINY
 from arena.suites.puzzles import Puzzle, solve_puzzle
 from distill import dataset, encoding, losses, student, train
 from distill.config import DistillConfig, StudentConfig
-from distill.evaluate import action_metrics, puzzle_metrics
+from distill.evaluate import action_metrics, held_out_records, imitation_metrics, puzzle_metrics
+from distill.records import ShardWriter, split_of
 from games import winprob
 from models.network import make_student
 
@@ -245,6 +246,48 @@ def test_action_metrics_judge_a_scorer_by_its_top_move_and_a_selector_by_its_cho
         action_metrics(Selector(), [record, dict(record, fen="8/8/8/8/8/8/8/8 w - - 0 1")])
     assert action_metrics(Selector(), [])["action_accuracy"] == 0.0  # evaluate.max_boards=0
 
+
+
+def test_imitation_is_the_players_agreement_with_each_sources_policy_favourite(tmp_path):
+    """Held-out boards with a policy, grouped by source (a teacher's raw policy, a search's visits),
+    each capped at max_boards; a player that always plays the alphabetically first move agrees where
+    the record's favourite is that move, and the policy mass on its move is the records' own."""
+    rng = np.random.default_rng(0)
+    recs = []
+    for i, board in enumerate(BOARDS * 8):
+        moves = [m.uci() for m in board.legal_moves]
+        policy = rng.dirichlet(np.ones(len(moves)))
+        if i % 3 == 0:  # the first move in alphabetical order is the favourite
+            policy[moves.index(min(moves))] = 2.0
+            policy /= policy.sum()
+        teacher = i % 2 == 0
+        recs.append({"fen": board.fen(), "game": f"g{i}", "moves": moves, "value": 0.5, "policy": policy.tolist(),
+                     "values": [float("nan")] * len(moves) if teacher else [0.5] * len(moves),
+                     "source": "teacher" if teacher else "selfplay"})
+    with ShardWriter(tmp_path, shard_size=7) as w:
+        w.write_many(recs)
+    test = [r for r in recs if split_of(r["game"], 0.5) == "test"]
+    cap = min(sum(r["source"] == s for r in test) for s in ("teacher", "selfplay")) - 1
+    held_out = held_out_records(tmp_path, 0.5, cap, seed=3)
+    assert len(held_out.scored) == cap and all(r["source"] == "selfplay" for r in held_out.scored)
+    assert sorted(held_out.with_policy) == ["selfplay", "teacher"]
+
+    class FirstMove:
+        name = "first"
+
+        def select(self, board):
+            return min(board.legal_moves, key=chess.Move.uci), {}
+
+    report = imitation_metrics(FirstMove(), held_out.with_policy)
+    for source, group in held_out.with_policy.items():
+        assert len(group) == cap and all(r["source"] == source and split_of(r["game"], 0.5) == "test" for r in group)
+        first = [r["policy"][r["moves"].index(min(r["moves"]))] for r in group]
+        hits = sum(int(np.argmax(r["policy"])) == r["moves"].index(min(r["moves"])) for r in group)
+        assert hits > 0 and report[source]["agreement"] == hits / cap
+        assert report[source]["boards"] == cap
+        assert report[source]["interval"][0] < hits / cap < report[source]["interval"][1]
+        assert report[source]["policy_on_move"] == pytest.approx(np.mean(first))
+        assert report[source]["policy_on_favourite"] == pytest.approx(np.mean([max(r["policy"]) for r in group]))
 
 
 def test_cosine_schedule_by_hand():
