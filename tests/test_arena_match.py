@@ -49,6 +49,18 @@ def _check_game(game):
     return board
 
 
+def test_a_match_into_a_log_file_prints_a_plain_line_every_tenth_of_its_games(tmp_path, capsys):
+    """stdout not a terminal (a log of a match in the background): no live bar, a plain progress line
+    after every tenth of the games and after the last, with the standings so far."""
+    cfg = MatchConfig(players=("random:seed=1,name=a", "random:seed=2,name=b"), games=20, book=BOOK,
+                      rules=Adjudication(max_plies=30), json_path=str(tmp_path / "m.json"))
+    summary = run_match(cfg, progress=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [line.split(" games")[0] for line in lines] == [f"match: {n}/20" for n in range(2, 21, 2)]
+    w, d, l = (summary["pairings"][0][k] for k in ("wins", "draws", "losses"))
+    assert f": a vs b: +{w} ={d} -{l} Elo " in lines[-1]
+
+
 def test_random_vs_random_from_the_book_writes_valid_pgn(tmp_path):
     cfg = MatchConfig(players=("random:seed=1", "random:seed=2,name=rnd2"), games=6, book=BOOK,
                       pgn_path=str(tmp_path / "m.pgn"), json_path=str(tmp_path / "m.json"))

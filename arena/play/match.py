@@ -22,6 +22,7 @@ import json
 import math
 import multiprocessing
 import os
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -290,14 +291,21 @@ def _play(cfg: MatchConfig, names: list[str], pairings: list[tuple[int, int]], t
         return False
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    plain = progress and not sys.stdout.isatty()  # a log file: a line every tenth of the games, no bar
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), disable=not progress, transient=False)
+                   TimeElapsedColumn(), disable=not progress or plain, transient=False)
+    every, done = max(1, len(tasks) // 10), 0
     try:
         with bar:
             bar_task = bar.add_task("starting", total=len(tasks))
 
             def update():
+                nonlocal done
+                done += 1
                 bar.update(bar_task, advance=1, description=standings.progress_text())
+                if plain and (done % every == 0 or done == len(tasks)):
+                    print(f"match: {done}/{len(tasks)} games, {time.perf_counter() - start:.0f} s: "
+                          f"{standings.progress_text()}", flush=True)
 
             args = lambda t: (t, (names[t.white], names[t.black]), cfg.rules, limit, cfg.event)  # noqa: E731
             if cfg.workers == 1:
