@@ -27,6 +27,7 @@ from arena import (
                    BAND_WIDTH,
                    Puzzle,
                    agent_action_metrics,
+                   fresh_move,
                    rating_band,
                    read_puzzles,
                    solve_puzzle,
@@ -110,7 +111,7 @@ def imitation_metrics(player, with_policy: dict[str, list[dict]], show_progress:
         for rec in track(records, f"imitation ({source})", disable=not show_progress):
             policy = np.asarray(rec["policy"], np.float64)
             favourite = int(np.argmax(policy))
-            move = select_move(player, chess_bridge.parse_fen(rec["fen"])).uci()
+            move = fresh_move(player, chess_bridge.parse_fen(rec["fen"])).uci()
             mass = policy[rec["moves"].index(move)] if move in rec["moves"] else 0.0
             hits += move == rec["moves"][favourite]
             on_move.append(mass)
@@ -120,14 +121,6 @@ def imitation_metrics(player, with_policy: dict[str, list[dict]], show_progress:
                           "policy_on_move": float(np.mean(on_move)) if n else None,
                           "policy_on_favourite": float(np.mean(on_favourite)) if n else None, "boards": n}
     return report
-
-
-def select_move(player, board):
-    """The player's move on a board with no history (a fresh game for engines)."""
-    reset = getattr(player, "reset", None)
-    if callable(reset):
-        reset()
-    return player.select(board)[0]
 
 
 def student_dir(path: str | Path) -> Path:
