@@ -100,14 +100,16 @@ def labelled(rec: dict, slot_actions: np.ndarray, action: int, target: np.ndarra
 
 
 def generate(out_dir: str | Path, job: SearchLabels, boards: int, batch_size: int = 256,
-             show_progress: bool = True) -> dict:
-    """Labels boards until `out_dir` holds `boards` records (resuming what it holds)."""
+             show_progress: bool = True, searcher: _Searcher | None = None) -> dict:
+    """Labels boards until `out_dir` holds `boards` records (resuming what it holds); `searcher` one
+    built for this job's teacher, simulations and win check (one compile for several calls)."""
     out_dir = Path(out_dir)
     done = _resume(out_dir, job)
     store = RecordStore(job.records)
     order = np.random.default_rng(job.seed).permutation(len(store))
     todo = order[done:boards]
-    searcher = _Searcher(job.teacher, job.simulations, job.win_check, batch_size)
+    searcher = searcher or _Searcher(job.teacher, job.simulations, job.win_check, batch_size)
+    batch_size = searcher.batch_size
     start, written = time.perf_counter(), 0
     with ShardWriter(out_dir) as writer:
         for first in range(0, len(todo), batch_size):
