@@ -16,7 +16,8 @@ A record is a msgpack map, one per board:
     full_search bool     optional, in corpora of older self-play runs: false for a ply searched with
                          the fast budget (playout cap randomization, since retired; its policy and Q
                          are weak targets), which no split includes; absent = true
-    source  str          "stockfish", "selfplay" or "teacher" (distill/teacher_games.py)
+    source  str          "stockfish", "selfplay", "teacher" (distill/teacher_games.py) or "search"
+                         (distill/search_labels.py)
 
 Shards `shard-00000.msgpack`, ... are the append-only shards of replay/shards.py (the one writer and
 reader of the project's record files, shared with replay's chunks and frozen corpora): each record a
