@@ -29,6 +29,7 @@ per record and is rebuilt when the shards changed.
 """
 from __future__ import annotations
 
+import json
 import os
 import zlib
 from pathlib import Path
@@ -117,6 +118,25 @@ def build_index(directory: str | Path, write: bool = True) -> dict:
         tmp.write_bytes(msgpack.packb(index, use_bin_type=True))
         os.replace(tmp, directory / INDEX_NAME)
     return index
+
+
+def resume_job(out_dir: str | Path, job: dict, job_file: str, what: str) -> bool:
+    """For a job that writes records into `out_dir`: False for a new directory (or one whose job failed
+    before its first record), which gets `job` written to `job_file`; True where an earlier run of the
+    same job left records to continue after; FileExistsError if it holds another job's records (`what`
+    names this job's, e.g. "these teacher games")."""
+    out_dir = Path(out_dir)
+    if not out_dir.exists() or not shard_paths(out_dir):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / job_file).write_text(json.dumps(job, indent=1))
+        return False
+    try:
+        earlier = json.loads((out_dir / job_file).read_text())
+    except (OSError, ValueError):
+        earlier = None
+    if earlier != job:
+        raise FileExistsError(f"{out_dir} holds other records than {what}: write into a new directory")
+    return True
 
 
 class RecordStore:

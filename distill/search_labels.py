@@ -30,7 +30,7 @@ from pathlib import Path
 import chess
 import numpy as np
 
-from distill.records import RecordStore, ShardWriter, build_index, iter_records
+from distill.records import RecordStore, ShardWriter, build_index, iter_records, resume_job
 
 JOB_FILE = "search_labels.json"  # what the directory was made from: a rerun resumes only the same job
 
@@ -104,7 +104,8 @@ def generate(out_dir: str | Path, job: SearchLabels, boards: int, batch_size: in
     """Labels boards until `out_dir` holds `boards` records (resuming what it holds); `searcher` one
     built for this job's teacher, simulations and win check (one compile for several calls)."""
     out_dir = Path(out_dir)
-    done = _resume(out_dir, job)
+    earlier = resume_job(out_dir, dataclasses.asdict(job), JOB_FILE, "these search labels")
+    done = sum(1 for _ in iter_records(out_dir)) if earlier else 0
     store = RecordStore(job.records)
     order = np.random.default_rng(job.seed).permutation(len(store))
     todo = order[done:boards]
@@ -125,22 +126,6 @@ def generate(out_dir: str | Path, job: SearchLabels, boards: int, batch_size: in
     build_index(out_dir)
     return {"records": done + written, "resumed_after": done, "out_dir": str(out_dir),
             "boards_per_second": written / max(time.perf_counter() - start, 1e-9)}
-
-
-def _resume(out_dir: Path, job: SearchLabels) -> int:
-    """Records on disk of an earlier run of the same job; FileExistsError if `out_dir` holds others."""
-    spec = dataclasses.asdict(job)
-    if not out_dir.exists() or not any(out_dir.glob("shard-*")):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / JOB_FILE).write_text(json.dumps(spec, indent=1))
-        return 0
-    try:
-        earlier = json.loads((out_dir / JOB_FILE).read_text())
-    except (OSError, ValueError):
-        earlier = None
-    if earlier != spec:
-        raise FileExistsError(f"{out_dir} holds other records than these search labels: write into a new directory")
-    return sum(1 for _ in iter_records(out_dir))
 
 
 def main(argv=None) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 from rich.progress import track
 
 from arena import capture_reply_values_many, one_ply_values_many
-from distill.records import ShardWriter, build_index, iter_records
+from distill.records import ShardWriter, build_index, iter_records, resume_job
 from games import chess_bridge
 
 Teacher = Callable[[Sequence[chess.Board]], np.ndarray]  # boards [N] -> win prob of side to move [N]
@@ -87,17 +87,9 @@ def complete_action_values(corpus_dir: str | Path, out_dir: str | Path, teacher:
 def _records_done(out_dir: Path, job: dict) -> int:
     """Records an earlier run of the same job left in `out_dir` (0 for a new directory, which gets the
     job's file); FileExistsError if it holds anything else."""
-    if not out_dir.exists() or not any(out_dir.iterdir()):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / JOB_FILE).write_text(json.dumps(job, indent=1))
+    what = f"this completion's ({job['replies']} replies of {job['corpus']})"
+    if not resume_job(out_dir, job, JOB_FILE, what):
         return 0
-    try:
-        earlier = json.loads((out_dir / JOB_FILE).read_text())
-    except (OSError, ValueError):
-        earlier = None
-    if earlier != job:
-        raise FileExistsError(f"{out_dir} holds other records than this completion's ({job['replies']} replies of "
-                              f"{job['corpus']}): complete into a new directory")
     return sum(1 for _ in iter_records(out_dir))
 
 

@@ -29,7 +29,7 @@ import chess
 import numpy as np
 
 from arena import Book, book_files, one_ply_values_many
-from distill.records import ShardWriter, build_index, iter_records
+from distill.records import ShardWriter, build_index, iter_records, resume_job
 from distill.selfplay_corpus import NetworkTeacher
 from games import chess_bridge
 
@@ -178,17 +178,8 @@ def _play_one_ply(games: list[_Game], teacher: _Teacher, seen: set, temperature:
 def _resume(out_dir: Path, job: TeacherGames) -> tuple[set, int, int]:
     """(board keys on disk, records on disk, games started) of an earlier run of the same job;
     FileExistsError if `out_dir` holds anything else."""
-    spec = dataclasses.asdict(job)
-    if not out_dir.exists() or not any(out_dir.glob("shard-*")):  # new, or a job that failed before a record
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / JOB_FILE).write_text(json.dumps(spec, indent=1))
+    if not resume_job(out_dir, dataclasses.asdict(job), JOB_FILE, "these teacher games"):
         return set(), 0, 0
-    try:
-        earlier = json.loads((out_dir / JOB_FILE).read_text())
-    except (OSError, ValueError):
-        earlier = None
-    if earlier != spec:
-        raise FileExistsError(f"{out_dir} holds other records than these teacher games: write into a new directory")
     seen, games, count = set(), set(), 0
     for rec in iter_records(out_dir):
         seen.add(board_key(rec["fen"]))

@@ -105,7 +105,7 @@ def test_av_values_of_unvisited_moves_come_from_the_teacher(frozen, tmp_path):
     again = selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, show_progress=False)
     assert again["records"] == len(MOVES) and again["resumed_after"] == len(MOVES)  # a finished job: nothing added
     assert len(list(iter_records(tmp_path / "av"))) == len(MOVES)
-    with pytest.raises(FileExistsError, match="complete into a new directory"):  # another job's directory
+    with pytest.raises(FileExistsError, match="write into a new directory"):  # another job's directory
         selfplay_corpus.complete_action_values(frozen, tmp_path / "av", teacher, replies="captures")
 
 
