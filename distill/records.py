@@ -120,6 +120,14 @@ def build_index(directory: str | Path, write: bool = True) -> dict:
     return index
 
 
+def fixed_sample(indices: np.ndarray, n: int) -> np.ndarray:
+    """`n` of `indices` (e.g. a test split) chosen at random, the same choice every call, in directory
+    order: held-out figures that span every source of a union, not its first source's first boards."""
+    if len(indices) <= n:
+        return indices
+    return np.sort(np.random.default_rng(0).choice(indices, n, replace=False))
+
+
 def resume_job(out_dir: str | Path, job: dict, job_file: str, what: str) -> bool:
     """For a job that writes records into `out_dir`: False for a new directory (or one whose job failed
     before its first record), which gets `job` written to `job_file`; True where an earlier run of the

@@ -40,7 +40,7 @@ import models
 from configs import load, to_dict
 from distill.calibrate import calibrated
 from distill.dataset import best_move
-from distill.records import RecordStore
+from distill.records import RecordStore, fixed_sample
 from distill.train import state_checkpointer
 from games import chess_bridge, chess_observation
 from learner import (
@@ -211,7 +211,7 @@ def warm_start(cfg) -> dict:
     train = parents  # and their successors, value-only (move accuracy is the parents')
     if w.successor_boards:
         train = concat(parents, successor_boards(store, train_idx, width, w.successor_boards, w.seed))
-    test = load_boards(store, held_out(store.split("test", d.test_fraction)), width, **targets)
+    test = load_boards(store, fixed_sample(store.split("test", d.test_fraction), 2000), width, **targets)
     load_seconds = time.time() - t0
     out = Path(w.out_dir)
     replicated, split = data_parallel(w.devices, w.batch_size, "warm_start")
@@ -341,14 +341,6 @@ def _health(health) -> dict | None:
 
 def _count(params) -> int:
     return int(sum(np.size(x) for x in jax.tree.leaves(params)))
-
-
-def held_out(test_idx: np.ndarray, n: int = 2000) -> np.ndarray:
-    """The `n` held-out boards warm_start.json's test figures read: a fixed random choice (the same
-    for every run of a directory), so a union's test figures span all its sources, not the first."""
-    if len(test_idx) <= n:
-        return test_idx
-    return np.sort(np.random.default_rng(0).choice(test_idx, n, replace=False))
 
 
 def _head(boards: Boards, n: int = 2000) -> Boards:

@@ -14,8 +14,8 @@ import models
 from arena.agents.spec import make_agent
 from configs.loader import load, to_dict
 from distill.config import DistillConfig
-from distill.records import RecordStore, ShardWriter
-from distill.warm_start import held_out, load_boards, policy_target, warm_start
+from distill.records import RecordStore, ShardWriter, fixed_sample
+from distill.warm_start import load_boards, policy_target, warm_start
 from games.chess_bridge import fen_to_state, uci_to_pgx_action
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
@@ -48,12 +48,12 @@ def test_policy_target_one_hot_and_softmax():
 def test_the_held_out_boards_span_every_source_of_a_union():
     first_source, second_source = np.arange(0, 5000, 2), np.arange(100_000, 103_000, 3)
     test_idx = np.concatenate([first_source, second_source])  # a union's test split: sources in order
-    chosen = held_out(test_idx)
+    chosen = fixed_sample(test_idx, 2000)
     assert len(chosen) == len(set(chosen)) == 2000 and set(chosen) <= set(test_idx)
     assert np.all(np.diff(chosen) > 0)  # read in directory order
     from_second = np.isin(chosen, second_source).mean()  # 1,000 of 3,500 test boards
-    assert 0.2 < from_second < 0.37 and np.array_equal(chosen, held_out(test_idx))  # the same every run
-    assert np.array_equal(held_out(first_source[:10]), first_source[:10])
+    assert 0.2 < from_second < 0.37 and np.array_equal(chosen, fixed_sample(test_idx, 2000))  # the same every run
+    assert np.array_equal(fixed_sample(first_source[:10], 2000), first_source[:10])
 
 
 def test_boards_hold_the_legal_moves_and_targets(tmp_path):
