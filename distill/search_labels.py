@@ -26,6 +26,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import chess
 import numpy as np
@@ -43,13 +44,13 @@ class SearchLabels:
     teacher: str  # the chess network directory whose search labels them
     simulations: int = 64  # simulations per board (the teacher's recorded search otherwise)
     seed: int = 0  # the order the boards are taken in, and the search's keys
-    win_check: str = "root"  # search.win_check: root (self-play's; tree costs ~2.3x on a CPU)
+    win_check: Literal["root", "tree"] = "root"  # search.win_check: root (self-play's; tree costs ~2.3x on a CPU)
 
 
 class _Searcher:
     """The teacher's play search over fixed batches of FENs (one compiled shape)."""
 
-    def __init__(self, teacher: str, simulations: int, win_check: str, batch_size: int):
+    def __init__(self, teacher: str, simulations: int, win_check: Literal["root", "tree"], batch_size: int):
         import games
         import models
         import search as search_lib
@@ -60,7 +61,8 @@ class _Searcher:
         if network.config.history:
             raise ValueError(f"{teacher}: the network reads earlier positions (network.history), which a "
                              "record's FEN does not hold: label with a network trained with history false")
-        cfg = search_config(network.metadata, {"num_simulations": simulations, "win_check": win_check}, f"network directory {teacher}")
+        keys = {"num_simulations": simulations, "win_check": win_check}
+        cfg = search_config(network.metadata, keys, f"network directory {teacher}")
         self.fn = search_lib.make_search(games.make("chess"), network.evaluate, cfg)
         self.variables, self.batch_size = network.variables, batch_size
 
