@@ -26,12 +26,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
 import chess
 import numpy as np
 
 from distill.records import RecordStore, ShardWriter, build_index, iter_records, resume_job
+
+if TYPE_CHECKING:  # the search (and JAX) loads only when a job runs
+    from search import WinCheck
 
 JOB_FILE = "search_labels.json"  # what the directory was made from: a rerun resumes only the same job
 
@@ -44,13 +47,13 @@ class SearchLabels:
     teacher: str  # the chess network directory whose search labels them
     simulations: int = 64  # simulations per board (the teacher's recorded search otherwise)
     seed: int = 0  # the order the boards are taken in, and the search's keys
-    win_check: Literal["root", "tree"] = "root"  # search.win_check: root (self-play's; tree costs ~2.3x on a CPU)
+    win_check: WinCheck = "root"  # search.win_check: root (self-play's; tree costs ~2.3x on a CPU)
 
 
 class _Searcher:
     """The teacher's play search over fixed batches of FENs (one compiled shape)."""
 
-    def __init__(self, teacher: str, simulations: int, win_check: Literal["root", "tree"], batch_size: int):
+    def __init__(self, teacher: str, simulations: int, win_check: WinCheck, batch_size: int):
         import games
         import models
         import search as search_lib

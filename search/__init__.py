@@ -10,7 +10,7 @@ With `SearchConfig(reuse_tree=True)` and `return_tree=True` the search takes the
 Other rooms use the names below, never another module of search (slots: the legal-move slot axis).
 """
 from search import slots
-from search.config import SearchConfig
+from search.config import SearchConfig, WinCheck
 from search.game_search import (
                          Node,
                          Reuse,
@@ -24,5 +24,5 @@ from search.game_search import (
 )
 from search.slots import EMPTY, EMPTY_LOGIT
 
-__all__ = ["SearchConfig", "SearchOutput", "make_search", "make_search_tree", "make_recurrent_fn",
+__all__ = ["SearchConfig", "WinCheck", "SearchOutput", "make_search", "make_search_tree", "make_recurrent_fn",
            "scatter_slots", "legal_slots", "network_fn", "Node", "Reuse", "EMPTY", "EMPTY_LOGIT", "slots"]
