@@ -20,6 +20,11 @@ class ActorConfig:
     resign_min_plies: int = 0  # never resign before this ply
     resign_after_version: int = 0  # resign only with parameters of this learner step or later (an untrained value head is noise)
     resign_disabled_fraction: float = 0.1  # games that never resign, to measure resignation false positives
+    # AlphaGo Zero's automatic threshold (actors/resignation.py): > 0 re-chooses the threshold after every
+    # never-resign game, the highest at which at most this share of the players who would have resigned
+    # did not lose (AlphaGo Zero: 0.05); resign_threshold is where it starts. 0: resign_threshold throughout
+    resign_false_positive_target: float = 0.0
+    resign_window_games: int = 500  # the never-resign games (each actor's latest) the threshold is chosen from
     resign_enabled: bool = True  # turn resignation off altogether
     max_restarts: int = 10  # Ray restarts an actor whose process died (kill -9, OOM) this many times; -1: always
     # Opening diversity: the first plies of every game are uniform random legal moves (both sides), so
@@ -57,5 +62,13 @@ class ActorConfig:
         if not -1.0 <= self.resign_threshold <= 1.0:  # a value; below -1 never resigns, so say so instead
             raise ValueError(f"actors.resign_threshold must be in [-1, 1] (a root value; -1 never resigns), "
                              f"got {self.resign_threshold:g}")
+        if not 0.0 <= self.resign_false_positive_target < 1.0:
+            raise ValueError(f"actors.resign_false_positive_target must be in [0, 1) (0: a fixed threshold), "
+                             f"got {self.resign_false_positive_target:g}")
+        if self.resign_false_positive_target > 0 and not (self.resign_enabled and self.resign_disabled_fraction > 0):
+            raise ValueError("actors.resign_false_positive_target is chosen from never-resign games: it needs "
+                             "actors.resign_enabled=true and actors.resign_disabled_fraction > 0 (AlphaGo Zero: 0.1)")
+        if self.resign_window_games < 1:
+            raise ValueError(f"actors.resign_window_games must be >= 1, got {self.resign_window_games}")
         if self.max_restarts < -1:
             raise ValueError("max_restarts must be >= 0, or -1 for no limit")

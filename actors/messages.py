@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,3 +16,4 @@ class PlayReport:
     version: int  # parameter version in use at the end of the call (a learner step)
     seconds: float  # wall time of the call
     node: str  # Ray node id the actor runs on
+    resign_threshold: Optional[float] = None  # the actor's at the end of the call (None: resignation off)

@@ -31,6 +31,7 @@ import models
 import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
+from actors.resignation import ThresholdTuner, resign_scores
 from games import material, packing
 from replay import GameRecord, encode
 from runtime import pin_threads
@@ -52,6 +53,7 @@ class _GameLog:
     root_value: list = dataclasses.field(default_factory=list)
     actions: list = dataclasses.field(default_factory=list)
     would_resign: int = -1
+    resign_scores: list = dataclasses.field(default_factory=list)  # never-resign games: per ply (+inf: not allowed)
     serial: int = 0
     opening: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int32))  # book moves to play first
 
@@ -93,6 +95,8 @@ class SelfPlayActor:
         self.rng = np.random.default_rng([seed, actor_id] + ([int(self.started, 16)] if _restarted() else []))
         self.key = jax.random.PRNGKey(int(self.rng.integers(2**31)))
         self.version, self.variables = ray.get(param_store.get_newer.remote(-1))  # blocks once, at start
+        self.resign = ThresholdTuner(actor_cfg.resign_threshold, actor_cfg.resign_false_positive_target,
+                                     actor_cfg.resign_window_games)
         self._pull = None
         self.games_started = 0
         B = actor_cfg.games_per_actor
@@ -216,7 +220,8 @@ class SelfPlayActor:
         return PlayReport(
             actor=self.actor_id, games=len(finished), positions=positions,
             game_plies=tuple(r.plies for r in finished), version=self.version,
-            seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id())
+            seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id(),
+            resign_threshold=self.resign.threshold if self.cfg.resign_enabled else None)
 
     def _opening_moves(self, action: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """[B] the search's moves, except inside a game's opening: its book line's move, then a uniform
@@ -235,15 +240,17 @@ class SelfPlayActor:
     def _resignations(self, to_play, slots, visits, q, v, version: int) -> np.ndarray:
         """[B] the pgx player id resigning each game before this ply's move, or -1 (`version`: the
         parameters that searched it). A game of the never-resign fraction only notes who would have
-        resigned first."""
-        resign = np.full(len(self.logs), -1)
-        if not (self.cfg.resign_enabled and version >= self.cfg.resign_after_version):
-            return resign
-        visited = (visits > 0) & (slots >= 0)  # child Q (side to move) of the searched moves
-        best = np.where(visited.any(axis=1), np.where(visited, q, -np.inf).max(axis=1), v)
+        resigned first, and its resign score for the threshold's tuner."""
+        B = len(self.logs)
         plies = np.array([len(log.actions) for log in self.logs])
-        hopeless = (v < self.cfg.resign_threshold) & (best < self.cfg.resign_threshold)
-        for b in np.flatnonzero(hopeless & (plies >= self.cfg.resign_min_plies)):
+        allowed = self.cfg.resign_enabled and version >= self.cfg.resign_after_version
+        scores = resign_scores(slots, visits, q, v) if allowed else np.full(B, np.inf)
+        scores = np.where(plies >= self.cfg.resign_min_plies, scores, np.inf)
+        resign = np.full(B, -1)
+        for b, log in enumerate(self.logs):
+            if log.resign_disabled:
+                log.resign_scores.append(scores[b])
+        for b in np.flatnonzero(scores < self.resign.threshold):
             log = self.logs[b]
             if not log.resign_disabled:
                 resign[b] = int(to_play[b])
@@ -276,6 +283,8 @@ class SelfPlayActor:
         if resigner >= 0:
             rewards = np.where(np.arange(2) == resigner, -1.0, 1.0).astype(np.float32)
             termination = "resign"
+        if log.resign_disabled:  # played to its end: who would have resigned at each threshold, and lost?
+            self.resign.add(np.asarray(log.resign_scores), np.asarray(log.to_play), np.asarray(rewards))
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
         return GameRecord(
             game=self.game.name, game_id=f"{self.started}-a{self.actor_id}-g{log.serial}",

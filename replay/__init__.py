@@ -4,9 +4,10 @@ CRC-checked msgpack shard files distill's records use too)."""
 from replay import shards
 from replay.anchor import AnchorSet
 from replay.buffer import ReplayBuffer
+from replay.chunks import read_all
 from replay.config import ReplayConfig
 from replay.messages import ReplayStats, TrainingBatch
 from replay.record import GameRecord, RecordError, SchemaError, decode, encode
 
 __all__ = ["AnchorSet", "GameRecord", "RecordError", "ReplayBuffer", "ReplayConfig", "ReplayStats", "SchemaError",
-           "TrainingBatch", "decode", "encode", "shards"]
+           "TrainingBatch", "decode", "encode", "read_all", "shards"]

@@ -138,6 +138,7 @@ class RunSummary:
     gpus: Optional[GpuFigures] = None  # GPU busy % and memory (None: no NVIDIA GPU on this node)
     value_health: Optional[ValueHealth] = None  # value head vs the run's start, its warning (None: no step yet)
     learning: Optional[Learning] = None  # the probe set against the run's first evaluation (None: fewer than two)
+    resign_threshold: Optional[float] = None  # the actors' last (actors.resign_false_positive_target moves it)
 
 
 __all__ = ["EvalReport", "EvalRequest", "GpuFigures", "LearnerFigures", "Learning", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",

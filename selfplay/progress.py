@@ -4,7 +4,7 @@ TensorBoard (runs/<name>/tb): loss/{total,policy,value,wdl}, policy_entropy, val
 selfplay/{games_per_s, positions_per_s, mean_game_length}, learner/{samples_per_s, samples_per_s_training,
 train_ratio, batch_wait_share}, gpu/{busy, memory_gb} (per GPU with several), replay/{buffer_positions,
 buffer_mb, games_total}, outcome/{first_player_wins, draws, first_player_losses} (fractions), resign/{rate,
-false_positive_rate}, value/{std_vs_start, active, explained} and trained/{won_by_rules, resigned, capped,
+false_positive_rate, threshold}, value/{std_vs_start, active, explained} and trained/{won_by_rules, resigned, capped,
 drawn_by_rules, sample_age} (value health, docs/selfplay.md#value-health); with the in-run evaluator
 eval/{elo, elo_lower, elo_upper, score_vs_random, mates_search, mates_policy, seconds, policy_elo,
 policy_elo_lower, policy_elo_upper, policy_score_vs_random} at the evaluated network's step.
@@ -94,6 +94,7 @@ class Progress:
         self.t0 = self.t_rate = time.monotonic()
         self.games = self.positions = self.samples = 0  # since the last rate update
         self.rates = {"games_per_s": 0.0, "positions_per_s": 0.0, "samples_per_s": 0.0}
+        self.resign_thresholds: dict[int, float] = {}  # per actor: its latest (PlayReport.resign_threshold)
         self.last_tb = 0.0
         self.last_line = 0.0
         self.evaluation: Optional[EvalReport] = None  # the latest in-run evaluation
@@ -118,6 +119,13 @@ class Progress:
     def games_finished(self, report: PlayReport) -> None:
         self.games += report.games
         self.positions += report.positions
+        if report.resign_threshold is not None:
+            self.resign_thresholds[report.actor] = report.resign_threshold
+
+    def resign_threshold(self) -> Optional[float]:
+        """The actors' latest resign thresholds, averaged (None: resignation off, or no report yet)."""
+        t = self.resign_thresholds
+        return sum(t.values()) / len(t) if t else None
 
     def trained(self, step: int, batch: int) -> None:
         self.samples += batch
@@ -195,6 +203,8 @@ class Progress:
         w.add_scalar("outcome/first_player_losses", r.fraction(r.first_player_losses), step)
         w.add_scalar("resign/rate", r.fraction(r.resigned), step)
         w.add_scalar("resign/false_positive_rate", r.resign_false_positive_rate, step)
+        if (threshold := self.resign_threshold()) is not None:
+            w.add_scalar("resign/threshold", threshold, step)
         w.flush()
 
     def _line(self, step: int, m: Optional[TrainMetrics], r: ReplayStats, gpus: tuple[GpuSample, ...] = (),
@@ -226,7 +236,8 @@ class Progress:
             ("mean game length", f"{r.mean_game_length:.1f}"),
             ("1st-player win / draw / loss", f"{r.fraction(r.first_player_wins):.2f} / "
                                              f"{r.fraction(r.draws):.2f} / {r.fraction(r.first_player_losses):.2f}"),
-            ("resigned", f"{r.resigned}  (false positives {r.resign_false_positives}/{r.resign_would_have})"),
+            ("resigned", f"{r.resigned}  (false positives {r.resign_false_positives}/{r.resign_would_have}"
+                         + (f", threshold {t:+.2f})" if (t := self.resign_threshold()) is not None else ")")),
             ("value health", health_text(m, self.value_std_start) or "-"),
         ]
         rows += [(f"GPU{'' if len(gpus) == 1 else g.index} busy / memory",

@@ -342,7 +342,7 @@ class _Session:
             games_this_session=games_total - s.games_at_start, reloaded_games=s.games_at_start,
             games_quarantined=self.games_quarantined, actor_restarts=sum(s.actor_restarts),
             metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
-            actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)),
+            actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)), resign_threshold=self.progress.resign_threshold(),
             evaluation=self.evaluator.latest if self.evaluator else None,
             positions_per_s=(s.positions_total - s.positions_at_start) / max((s.stopped or time.monotonic()) - s.started, 1e-9),
             positions_per_s_after_first_minute=s.warm_positions_per_s(), learner_figures=s.learner_figures(),

@@ -14,6 +14,7 @@ import numpy as np
 from local_actor import local_actor
 
 import games
+from actors.resignation import ThresholdTuner, classify
 from configs.loader import load
 from games import chess_bridge
 from replay.record import encode
@@ -32,7 +33,7 @@ def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tm
         "actors.resign_threshold=1.0", f"actors.resign_min_plies={RESIGN_AT}", "actors.resign_after_version=0",
         "actors.resign_disabled_fraction=0.5"])
     actor, records = local_actor(cfg, seed=3)
-    actor.play(RESIGN_AT + 2)
+    report = actor.play(RESIGN_AT + 2)
     disabled = [log for log in actor.logs if log.serial <= 4 and log.resign_disabled]
     assert records and disabled, "seed 3 gives both kinds of game"  # 4 games, each never-resign with p=0.5
     assert len(records) + len(disabled) == 4  # every game that may resign did, at its first chance
@@ -56,6 +57,16 @@ def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tm
         append_sample_game(tmp_path, encode(record))
     for log in disabled:  # the never-resign games noted who would have resigned, and play on
         assert log.would_resign == int(log.to_play[0]) and len(log.actions) == RESIGN_AT + 2
+        scores = np.asarray(log.resign_scores)  # one resign score a ply, none allowed before RESIGN_AT
+        assert len(scores) == len(log.actions) and np.isinf(scores[:RESIGN_AT]).all()
+        assert (np.abs(scores[RESIGN_AT:]) <= 1).all()
+    # a finished never-resign game feeds the threshold's tuner, and the actor reports the threshold it uses
+    assert report.resign_threshold == 1.0
+    b = actor.logs.index(disabled[0])
+    before = [np.asarray(disabled[0].resign_scores), np.asarray(disabled[0].to_play)]
+    actor.resign = ThresholdTuner(start=1.0, target=0.05, window=10)
+    actor._close_game(b, np.array([1.0, -1.0], np.float32), "rules", -1, 0)
+    np.testing.assert_array_equal(actor.resign.outcomes[0], classify(*before, np.array([1.0, -1.0])))
 
     with open(tmp_path / "games.pgn") as f:
         read = [chess.pgn.read_game(f) for _ in records]
