@@ -11,6 +11,9 @@ for every candidate threshold, who would have resigned first and whether that pl
     tuner = ThresholdTuner(start=-0.9, target=0.05, window=500)
     tuner.add(scores, to_play, rewards)   # one finished never-resign game
     tuner.threshold                       # the start until MIN_RESIGNERS would-be resignations are seen
+
+The window lives in the actor: a resumed run, or an actor Ray restarts, starts again from the configured
+threshold.
 """
 from __future__ import annotations
 
