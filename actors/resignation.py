@@ -57,16 +57,22 @@ def classify(scores: np.ndarray, to_play: np.ndarray, rewards: np.ndarray,
     return np.where(who < 0, _NONE, np.where(lost, _TRUE, _FALSE)).astype(np.int8)
 
 
+def counts(outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Over the never-resign games `outcomes` [N, K] (`classify` rows): per threshold, the games where
+    someone would have resigned [K] (non-decreasing in the threshold) and those that were false [K]."""
+    return (outcomes != _NONE).sum(axis=0), (outcomes == _FALSE).sum(axis=0)
+
+
 def choose_threshold(outcomes: np.ndarray, target: float, current: float,
                      thresholds: np.ndarray = CANDIDATES) -> float:
     """The highest of `thresholds` [K] (ascending) whose would-be resignations over the never-resign
     games `outcomes` [N, K] (`classify` rows) were false positives at most `target` of the time (one
     where nobody would have resigned qualifies: -1 always does); `current` while fewer than
     MIN_RESIGNERS games would have resigned at the highest (too few to say)."""
-    resigned = (outcomes != _NONE).sum(axis=0)  # non-decreasing in the threshold
+    resigned, false = counts(outcomes)
     if resigned[-1] < MIN_RESIGNERS:
         return current
-    good = (outcomes == _FALSE).sum(axis=0) <= target * resigned
+    good = false <= target * resigned
     return float(thresholds[np.flatnonzero(good)[-1]])
 
 

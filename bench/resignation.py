@@ -59,30 +59,33 @@ def never_resign_games(replay_dir: Path, min_plies: int, after_version: int) -> 
     return games, counts
 
 
-def rate_at(outcomes: np.ndarray, threshold: float, candidates: np.ndarray) -> dict:
-    """Would-be resignations, false positives and their share (95% Wilson interval) at `threshold`."""
+def rate_at(resigned: np.ndarray, false: np.ndarray, threshold: float, candidates: np.ndarray) -> dict:
+    """Would-be resignations, false positives and their share (95% Wilson interval) at `threshold`,
+    from the per-candidate counts (actors.resignation.counts)."""
     from arena import probe
 
     k = int(np.argmin(np.abs(candidates - threshold)))
-    n, false = int((outcomes[:, k] != 0).sum()), int((outcomes[:, k] == 2).sum())
-    low, high = probe.wilson(false, n) if n else (0.0, 1.0)
-    return {"threshold": float(candidates[k]), "would_resign": n, "false_positives": false,
-            "rate": false / n if n else None, "rate_95": [low, high]}
+    n, f = int(resigned[k]), int(false[k])
+    low, high = probe.wilson(f, n) if n else (0.0, 1.0)
+    return {"threshold": float(candidates[k]), "would_resign": n, "false_positives": f,
+            "rate": f / n if n else None, "rate_95": [low, high]}
 
 
-def analyse(run_dir: Path, target: float) -> tuple[dict, np.ndarray, list]:
-    """The JSON report, the classified games [N, K] and the tuner's path [(game, threshold)]."""
-    from actors.resignation import CANDIDATES, ThresholdTuner, classify
+def analyse(run_dir: Path, target: float) -> tuple[dict, tuple[np.ndarray, np.ndarray], list]:
+    """The JSON report, the per-candidate counts (would-be resignations [K], false ones [K]) and the
+    tuner's path [(game, threshold)]."""
+    from actors.resignation import CANDIDATES, ThresholdTuner, classify, counts
     from configs.loader import load
     from selfplay.config import SelfPlayConfig
 
     cfg = load(SelfPlayConfig, run_dir / "config.yaml")
     a = cfg.actors
-    games, counts = never_resign_games(run_dir / "replay", a.resign_min_plies, a.resign_after_version)
+    games, totals = never_resign_games(run_dir / "replay", a.resign_min_plies, a.resign_after_version)
     if not games:
         raise SystemExit(f"{run_dir}: no never-resign games in replay/ (actors.resign_disabled_fraction "
                          f"{a.resign_disabled_fraction:g}); nothing to measure")
     outcomes = np.stack([classify(*g) for g in games])
+    resigned, false = counts(outcomes)
     tuner, path = ThresholdTuner(a.resign_threshold, target, a.resign_window_games), []
     for i, g in enumerate(games):
         before = tuner.threshold
@@ -90,28 +93,27 @@ def analyse(run_dir: Path, target: float) -> tuple[dict, np.ndarray, list]:
         if tuner.threshold != before or i == len(games) - 1:
             path.append((i + 1, tuner.threshold))
     report = {
-        "run": str(run_dir), "search": cfg.search.policy, **counts, "never_resign_games": len(games),
+        "run": str(run_dir), "search": cfg.search.policy, **totals, "never_resign_games": len(games),
         "allowed_from": {"ply": a.resign_min_plies, "learner_step": a.resign_after_version},
-        "run_threshold": rate_at(outcomes, a.resign_threshold, CANDIDATES),
+        "run_threshold": rate_at(resigned, false, a.resign_threshold, CANDIDATES),
         "tuner": {"target": target, "window_games": a.resign_window_games, "path": path,
-                  "last": rate_at(outcomes, tuner.threshold, CANDIDATES)},
-        "candidates": [rate_at(outcomes, t, CANDIDATES) for t in SHOWN],
+                  "last": rate_at(resigned, false, tuner.threshold, CANDIDATES)},
+        "candidates": [rate_at(resigned, false, t, CANDIDATES) for t in SHOWN],
     }
-    return report, outcomes, path
+    return report, (resigned, false), path
 
 
-def plot(report: dict, outcomes: np.ndarray, path: list, png: Path) -> None:
+def plot(report: dict, resigned: np.ndarray, false: np.ndarray, path: list, png: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from actors.resignation import CANDIDATES
 
-    n = (outcomes != 0).sum(axis=0)
-    rate = np.where(n > 0, (outcomes == 2).sum(axis=0) / np.maximum(n, 1), np.nan)
+    rate = np.where(resigned > 0, false / np.maximum(resigned, 1), np.nan)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     left.plot(CANDIDATES, 100 * rate, label="false positives (% of would-be resignations)")
-    left.plot(CANDIDATES, 100 * n / len(outcomes), label="never-resign games that would resign (%)")
+    left.plot(CANDIDATES, 100 * resigned / report["never_resign_games"], label="never-resign games that would resign (%)")
     left.axhline(100 * report["tuner"]["target"], ls=":", color="grey", label="target")
     left.axvline(report["run_threshold"]["threshold"], ls="--", color="tab:red", label="the run's threshold")
     left.set_xlabel("resign threshold")
@@ -136,9 +138,9 @@ def main(argv=None) -> dict:
         raise SystemExit(f"{args.run}: not a run directory (no config.yaml and replay/); give runs/<name>")
     if not 0 < args.target < 1:
         raise SystemExit(f"--target must be in (0, 1), got {args.target:g}")
-    report, outcomes, path = analyse(args.run, args.target)
+    report, (resigned, false), path = analyse(args.run, args.target)
     if args.png:
-        plot(report, outcomes, path, args.png)
+        plot(report, resigned, false, path, args.png)
         report["png"] = str(args.png)
     print(json.dumps(report))
     return report
