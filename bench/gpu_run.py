@@ -23,6 +23,7 @@ The issue's goals read off it: positions/s, `gpu_busy_after_first_minute` >= 80,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -43,7 +44,8 @@ def run_figures(cfg) -> dict:
     """Runs the real run; its summary and the figures the goals read."""
     from selfplay.run import run
     t0 = time.monotonic()
-    summary = run(cfg, show_progress=False)
+    with contextlib.redirect_stdout(sys.stderr):  # the run's progress lines: stdout keeps the one JSON object
+        summary = run(cfg, show_progress=False)
     learner, gpus = summary.learner_figures, summary.gpus
     figures = {
         "wall_s": round(time.monotonic() - t0, 1),

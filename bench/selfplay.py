@@ -37,7 +37,7 @@ import games  # noqa: E402
 import models  # noqa: E402
 import search as search_lib  # noqa: E402
 from configs import load  # noqa: E402
-from games import packing, symmetry  # noqa: E402
+from games import material, packing, symmetry  # noqa: E402
 from learner import init_train_state, make_train_step  # noqa: E402
 from replay import TrainingBatch  # noqa: E402
 from selfplay import SelfPlayConfig  # noqa: E402
@@ -150,7 +150,8 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     batch = replay_shaped_batch(game, np.asarray(obs), cfg.learner.batch_size, packed=True)
     state = init_train_state(net, cfg.learner, obs[:1], jax.random.PRNGKey(3))
     train = make_train_step(net, cfg.learner, symmetry.of(cfg.game),
-                            obs_spec=jax.ShapeDtypeStruct(obs.shape[1:], obs.dtype))
+                            obs_spec=jax.ShapeDtypeStruct(obs.shape[1:], obs.dtype),
+                            material_of=material.observation_balance if cfg.game == "chess" else None)
     LB = cfg.learner.batch_size
     learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, LB, train_steps)
 
