@@ -21,7 +21,7 @@ class TrainMetrics:
     start_kl: Optional[float] = None  # KL(start || policy) over the legal moves (learner.start_policy_weight > 0)
     start_value_gap: Optional[float] = None  # mean (v - v_start)^2 over the batch (learner.start_value_weight > 0)
     # Value health (docs/selfplay.md, "Value health"); None where the step cannot tell:
-    value_active: Optional[float] = None  # share of the ResNet value head's 1x1-conv units past their ReLU (0: dead)
+    value_active: Optional[float] = None  # share of the ResNet value head's units past their ReLU, less active layer (0: dead)
     value_explained: Optional[float] = None  # 1 - Var(z - v) / Var(z) over the batch (None: every z equal)
     # What the batch trained on (replay batches): its share of positions from games won by the rules,
     # resigned, capped at the ply limit, drawn by the rules, adjudicated by material (learner.train.ENDINGS) ...

@@ -8,8 +8,8 @@ order (from_square * 73 + plane, squares file-major a1=0, a2=1, ...). Other game
 `policy_head="dense"`): AlphaGo Zero's 1x1 conv to 2 planes, BN, ReLU, dense to num_actions.
 Value head: 1x1 conv to `value_channels` planes (AlphaZero: 1), BN, ReLU, dense `value_hidden`, ReLU,
 dense 1, tanh; with `value_input_skip`, a linear term of the input planes' board means (batch-normalised,
-zero at initialisation) joins that last dense before the tanh. In training the share of the first ReLU's units that pass (over the batch) is sown as
-`intermediates/value_active` (learner/train.py reports it; 0 is a dead head).
+zero at initialisation) joins that last dense before the tanh. In training the share of units that pass their ReLU (over the batch), in
+whichever of the head's two ReLU layers passes fewer, is sown as `intermediates/value_active` (learner/train.py reports it; 0 is a dead head).
 Mixed precision (`compute_dtype: bfloat16`): convolutions, dense layers and activations run in bf16
 (GPU/TPU tensor cores); parameters, BatchNorm statistics and the outputs stay float32, so the
 learner's losses and the search's values are float32 either way.
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from configs import Retired, check_at_least
 from models.output import NetworkOutput
 
-VALUE_ACTIVE = "value_active"  # the sown fraction of the value head's 1x1-conv units past their ReLU
+VALUE_ACTIVE = "value_active"  # the sown fraction of the value head's units past their ReLU (its less active layer)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,11 +169,13 @@ class ResNet(nn.Module):
         policy = policy_head(x, make, use_conv, cfg.filters, self.num_actions)
 
         v = make.bn()(make.conv(cfg.value_channels, (1, 1), use_bias=False)(x))  # [B, H, W, value_channels]
-        # the share of these units past their ReLU, for the learner's metrics (learner/train.py asks for
-        # the "intermediates" collection; elsewhere sow does nothing): ~0 once the head has died
-        self.sow("intermediates", VALUE_ACTIVE, jnp.mean((v > 0).astype(jnp.float32)))
-        v = nn.relu(v).reshape(batch, -1)
-        v = nn.relu(make.dense(cfg.value_hidden)(v))
+        conv_active = jnp.mean((v > 0).astype(jnp.float32))
+        v = make.dense(cfg.value_hidden)(nn.relu(v).reshape(batch, -1))  # [B, value_hidden]
+        # the share of units past their ReLU in the head's less active layer, for the learner's metrics
+        # (learner/train.py asks for the "intermediates" collection; elsewhere sow does nothing): ~0 once
+        # either layer has died (one 1x1-conv channel can; so can the dense layer behind 32 live ones)
+        self.sow("intermediates", VALUE_ACTIVE, jnp.minimum(conv_active, jnp.mean((v > 0).astype(jnp.float32))))
+        v = nn.relu(v)
         pre = make.dense(1)(v).astype(jnp.float32)  # [B, 1]
         if cfg.value_input_skip:
             pre = pre + input_skip(obs.astype(jnp.float32), make)

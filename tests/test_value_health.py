@@ -82,6 +82,23 @@ def with_value_bn(variables, scale, bias):
     return {**variables, "params": params}
 
 
+def with_value_hidden(variables, bias):
+    """The value head's dense hidden layer (the ResNet's second-last Dense: the value output is the
+    last) made blind to its input: kernel 0, so each unit outputs its `bias` for every position."""
+    params = dict(variables["params"])
+    name = sorted((k for k in params if k.startswith("Dense_")), key=lambda k: int(k.split("_")[1]))[-2]
+    bias = jnp.asarray(bias, jnp.float32)
+    assert params[name]["bias"].shape == bias.shape
+    params[name] = {"kernel": jnp.zeros_like(params[name]["kernel"]), "bias": bias}
+    return {**variables, "params": params}
+
+
+def value_hidden_bias(variables) -> np.ndarray:
+    params = variables["params"]
+    name = sorted((k for k in params if k.startswith("Dense_")), key=lambda k: int(k.split("_")[1]))[-2]
+    return np.asarray(params[name]["bias"])
+
+
 def random_batch(n: int = 64, seed: int = 0) -> TrainingBatch:
     rng = np.random.default_rng(seed)
     legal = np.tile(np.arange(9, dtype=np.int32), (n, 1))
@@ -97,8 +114,15 @@ def test_active_fraction_of_a_tiny_resnet_by_hand():
     batch = random_batch()
     variables = net.init(jax.random.PRNGKey(0), batch.observation[:1])
     variables = with_value_bn(variables, [0.0, 0.0, 0.0], [1.0, -1.0, 1.0])
+    width = len(value_hidden_bias(variables))
+    variables = with_value_hidden(variables, np.ones(width))  # every dense unit passes: the conv layer decides
     _, (_, m) = loss_and_metrics(variables["params"], variables["batch_stats"], net, LearnerConfig(), batch)
     np.testing.assert_allclose(m["value_active"], 2 / 3, rtol=1e-6)
+    # the dense layer passing fewer (a quarter of its units, at every position) decides instead
+    quarter = np.where(np.arange(width) < width // 4, 1.0, -1.0)
+    _, (_, m) = loss_and_metrics(with_value_hidden(variables, quarter)["params"], variables["batch_stats"], net,
+                                 LearnerConfig(), batch)
+    np.testing.assert_allclose(m["value_active"], (width // 4) / width, rtol=1e-6)
     variables = with_value_bn(variables, [0.0, 0.0, 0.0], [0.0, -1.0, 0.0])  # 0 does not pass a ReLU
     _, (_, m) = loss_and_metrics(variables["params"], variables["batch_stats"], net, LearnerConfig(), batch)
     assert float(m["value_active"]) == 0.0
@@ -131,6 +155,11 @@ def test_the_warning_fires_on_a_dead_value_head_and_not_on_a_healthy_one(capsys)
     assert start.value_std > 1e-3 and 0.2 < start.value_active < 0.8 and start.value_explained is not None
     assert collapsed.value_active == 0.0 and collapsed.value_std < 1e-6
     assert abs(collapsed.value_explained) < 1e-3  # a constant v explains none of the outcomes
+    # the other layer's death: the 1x1 conv's channels alive, the dense layer behind them silent, v one
+    # constant (the conv's share alone read ~50% here); the figure is the less active layer's
+    hidden_dead = with_value_hidden(healthy, np.full(len(value_hidden_bias(healthy)), -100.0))
+    silent = train_metrics(net, hidden_dead, batch, steps=3)
+    assert silent.value_active == 0.0 and silent.value_std < 1e-6
 
     monitor = ValueHealthMonitor()
     assert monitor.observe(10, start) is None  # the run's first figures
