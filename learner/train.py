@@ -63,7 +63,12 @@ def learning_rate(cfg: LearnerConfig) -> optax.Schedule:
     """Piecewise-constant schedule: lr_values[i] from lr_boundaries[i - 1] on (a stage may be 0: the
     weights then stay while BatchNorm's running statistics still follow the batches)."""
     stages = [optax.constant_schedule(value) for value in cfg.lr_values]
-    return optax.join_schedules(stages, list(cfg.lr_boundaries))
+    stepped = optax.join_schedules(stages, list(cfg.lr_boundaries))
+    if not cfg.lr_warmup_steps:
+        return stepped
+    # step 0 trains at 1/lr_warmup_steps of the rate, step lr_warmup_steps - 1 and later at all of it
+    warmup = optax.linear_schedule(1.0 / cfg.lr_warmup_steps, 1.0, max(cfg.lr_warmup_steps - 1, 1))
+    return lambda step: stepped(step) * warmup(step)
 
 
 def kernels_only(params: Any) -> Any:
@@ -78,9 +83,13 @@ def make_optimizer(cfg: LearnerConfig) -> optax.GradientTransformation:
     `decay_norms` false the decay skips what `kernels_only` masks out."""
     mask = None if cfg.decay_norms else kernels_only
     if cfg.optimizer == "adam":
-        return optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2, mask=mask)
-    return optax.chain(optax.add_decayed_weights(2 * cfg.l2, mask=mask),
-                       optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
+        step = optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2, mask=mask)
+    else:
+        step = optax.chain(optax.add_decayed_weights(2 * cfg.l2, mask=mask),
+                           optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
+    if cfg.max_grad_norm:  # the loss's gradient clipped before the decay joins it
+        return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), step)
+    return step
 
 
 def init_train_state(net, cfg: LearnerConfig, sample_obs: jax.Array, key: jax.Array,
