@@ -16,10 +16,11 @@ lifetime, in which the H200 run's head died. pi is uniform over the legal moves 
 search's target). Batch, learning rates, momentum, L2, q_ratio and the value head are the preset's
 unless a flag changes one; the network can be scaled down (--blocks, --filters).
 
-Prints one JSON object: the settings, per `--series-every` steps the means of value_std, value_active,
-value_explained, the losses, sample_age and the value BatchNorm's scale and bias, whether and when
-learner.health.value_head_collapsing fired, the seconds and the load average. The random games are
-cached under runs/value_collapse/ (a few minutes on 2 cores for 256 games, once).
+Prints one JSON object (and each point of its series on stderr as it comes): the settings, per
+`--series-every` steps the means of value_std, value_active, value_explained, the losses, sample_age
+and the value BatchNorm's scale and bias, whether and when learner.health.value_head_collapsing fired,
+the seconds and the load average. The random games are cached under runs/value_collapse/ (a few
+minutes on 2 cores for 256 games, once).
 """
 from __future__ import annotations
 
@@ -300,6 +301,7 @@ def main(argv=None) -> int:
             bn = jax.device_get(state.params[value_bn(state.params)])
             series.append({"step": step + 1, **{k: float(np.mean(v)) for k, v in acc.items()},
                            "value_bn_scale": float(np.mean(bn["scale"])), "value_bn_bias": float(np.mean(bn["bias"]))})
+            print(json.dumps({"seconds": round(time.perf_counter() - t0, 1), **series[-1]}), file=sys.stderr, flush=True)
             acc = {}
 
     after = [p["value_std"] for p in series if p["step"] > args.health_min_steps]
