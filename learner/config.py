@@ -19,8 +19,6 @@ class LearnerConfig:
     # the rate rises linearly to the schedule's over this many first steps (0: none): a fresh head's first
     # steps at full rate can push its tanh to +-1 for thousands of steps
     lr_warmup_steps: int = 0
-    # > 0: each step's gradient scaled down to at most this global l2 norm (Lc0's max_grad_norm); 0: unclipped
-    max_grad_norm: float = 0.0
     # "sgd": SGD + momentum with L2 (AlphaZero); "adam": Adam with decoupled weight decay 2c (AdamW),
     # the usual choice for small networks trained briefly (lr_values then ~1e-3)
     optimizer: Optimizer = "sgd"
@@ -89,7 +87,7 @@ class LearnerConfig:
                 raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
                                  f"its target), got {getattr(self, name):g}; 0 turns the term off")
         check_at_least(self, 1, "keep_checkpoints", "prefetch_batches", prefix="learner.")
-        check_at_least(self, 0, "max_steps", "lr_warmup_steps", "max_grad_norm", prefix="learner.")  # 0: none
+        check_at_least(self, 0, "max_steps", "lr_warmup_steps", prefix="learner.")  # 0: none
         check_unit_interval(self, "momentum", prefix="learner.")
         if not 0.0 <= self.q_ratio <= 1.0:
             raise ValueError("learner.q_ratio must be in [0, 1]")

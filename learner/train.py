@@ -83,13 +83,9 @@ def make_optimizer(cfg: LearnerConfig) -> optax.GradientTransformation:
     `decay_norms` false the decay skips what `kernels_only` masks out."""
     mask = None if cfg.decay_norms else kernels_only
     if cfg.optimizer == "adam":
-        step = optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2, mask=mask)
-    else:
-        step = optax.chain(optax.add_decayed_weights(2 * cfg.l2, mask=mask),
-                           optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
-    if cfg.max_grad_norm:  # the loss's gradient clipped before the decay joins it
-        return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), step)
-    return step
+        return optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2, mask=mask)
+    return optax.chain(optax.add_decayed_weights(2 * cfg.l2, mask=mask),
+                       optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
 
 
 def init_train_state(net, cfg: LearnerConfig, sample_obs: jax.Array, key: jax.Array,

@@ -7,7 +7,6 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 import games
@@ -201,26 +200,6 @@ def test_warmup_rises_linearly_then_follows_the_steps():
     sched = learning_rate(LearnerConfig(lr_values=(0.2, 0.02), lr_boundaries=(10,), lr_warmup_steps=4))
     np.testing.assert_allclose([sched(s) for s in (0, 1, 2, 3, 4, 9, 10)],
                                [0.05, 0.1, 0.15, 0.2, 0.2, 0.2, 0.02], rtol=1e-5)
-
-
-def test_max_grad_norm_scales_a_large_gradient_to_it_and_leaves_a_small_one():
-    """SGD's first step (momentum has nothing yet, no decay) is -lr * g, with g scaled by
-    max_grad_norm / |g| when |g| (the global l2 norm over every parameter) exceeds it."""
-    _, net, batch = ttt_setup(batch=4)
-    params = net.init(jax.random.PRNGKey(0), batch.observation[:1])["params"]
-    grads = jax.tree.map(lambda p: jnp.full_like(p, 0.5), params)
-    norm = float(optax.tree.norm(grads))
-
-    def first_update(max_grad_norm):
-        tx = make_optimizer(LearnerConfig(lr_values=(0.1,), lr_boundaries=(), l2=0.0, max_grad_norm=max_grad_norm))
-        updates, _ = tx.update(grads, tx.init(params), params)
-        return float(optax.tree.norm(updates))
-
-    np.testing.assert_allclose(first_update(0.0), 0.1 * norm, rtol=1e-5)  # unclipped
-    np.testing.assert_allclose(first_update(norm / 4), 0.1 * norm / 4, rtol=1e-5)
-    np.testing.assert_allclose(first_update(norm * 4), 0.1 * norm, rtol=1e-5)
-    with pytest.raises(ValueError, match="max_grad_norm must be >= 0"):
-        LearnerConfig(max_grad_norm=-1.0)
 
 
 def _connect_four_lesson(augment: bool, steps: int = 40):
