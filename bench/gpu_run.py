@@ -104,6 +104,8 @@ def main() -> None:
         result["run"] = run_figures(cfg)
     except Exception as e:  # keep what the bench can still measure
         result["run_error"] = f"{type(e).__name__}: {e}"[:500]
+    except KeyboardInterrupt:  # SIGTERM or Ctrl-C past the run's own handling: the JSON still comes, without the bench
+        result["run_error"], args.no_bench = "interrupted", True
     if not args.no_bench:
         try:
             result["bench"] = bench_figures(args.config, args.overrides, args.plies, args.train_steps)

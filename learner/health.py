@@ -21,7 +21,7 @@ STD_RATIO = 0.25  # value std below this share of its first figure: collapsing
 EXPLAINED_FLOOR = 0.05  # ... while it explains less than this share of the outcomes' variance,
 ACTIVE_FLOOR = 0.01  # or at most this share of the value head's units past their ReLU,
 STD_FLOOR = 1e-3  # or a spread this narrow over a batch whose outcomes differ, whatever the start
-CHECK = ("check learner.q_ratio, learner.lr_values, network.resnet.value_channels, "
+CHECK = ("check learner.q_ratio, learner.lr_values (or learner.lr_warmup_steps), network.resnet.value_channels, "
          "the replay's outcome mix (docs/selfplay.md#value-health)")
 
 
