@@ -151,7 +151,7 @@ def bench_config(name: str, overrides: list[str], plies: int, train_steps: int,
     state = init_train_state(net, cfg.learner, obs[:1], jax.random.PRNGKey(3))
     train = make_train_step(net, cfg.learner, symmetry.of(cfg.game),
                             obs_spec=jax.ShapeDtypeStruct(obs.shape[1:], obs.dtype),
-                            material_of=material.observation_balance if cfg.game == "chess" else None)
+                            material_of=material.balance_of(cfg.game))
     LB = cfg.learner.batch_size
     learner_rate = samples_per_second(lambda s: train(s, batch)[0], state, LB, train_steps)
 

@@ -43,3 +43,8 @@ def adjudicate(states, margin: float) -> jax.Array:
     to_move = jnp.where(lead >= margin, 1.0, jnp.where(lead <= -margin, -1.0, 0.0))
     mover_is_0 = states.current_player == 0
     return jnp.stack([jnp.where(mover_is_0, to_move, -to_move), jnp.where(mover_is_0, -to_move, to_move)], axis=-1)
+
+
+def balance_of(game_name: str):
+    """The learner's `material_of` for a game: `observation_balance` for chess, None for games without material."""
+    return observation_balance if game_name == "chess" else None

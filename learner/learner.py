@@ -51,9 +51,8 @@ class Learner:
         self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
         game = games.make(game_name)
         net = models.make_network(network_cfg, game.spec)
-        material_of = material.observation_balance if game_name == "chess" else None
         self._train_step = make_train_step(net, cfg, game.symmetries, obs_spec=jax.ShapeDtypeStruct(
-            game.spec.observation_shape, game.observation_dtype), material_of=material_of)
+            game.spec.observation_shape, game.observation_dtype), material_of=material.balance_of(game_name))
         self._state = jax.device_put(state, self._replicated)
         # the run's first network, whose policy and value cfg.start_policy_weight / start_value_weight keep this one near
         self._start = (jax.device_put(start_variables, self._replicated)

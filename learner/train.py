@@ -12,8 +12,8 @@ inside the jitted step and log p is taken over those alone (no dense [B, A] targ
 
 Beside the losses the metrics say whether the value head is alive (docs/selfplay.md, "Value health"):
 value_std (spread of v over the batch), value_active (share of the ResNet value head's ReLU units that
-pass, in its less active layer: the 1x1 conv's or the dense one's; sown by models/resnet.py; absent for other families), value_explained (1 - Var(z - v)
-/ Var(z), NaN when every z of the batch is equal); and, for batches that carry them (TrainingBatch's
+pass, in its less active layer: the 1x1 conv's or the dense one's; sown by models/resnet.py; absent for
+other families), value_explained (1 - Var(z - v) / Var(z), NaN when every z of the batch is equal); and, for batches that carry them (TrainingBatch's
 `ending` and `version`), what the learner trains on: trained_<ending> (the batch's share of positions
 from games that ended so, ENDINGS) and sample_age (learner step minus the version of
 the network that played the position, mean over the batch).
