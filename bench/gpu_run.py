@@ -9,7 +9,8 @@ the config says) for --minutes into a fresh run directory under --runs-dir; then
 with Ray stopped, one actor's ply loop and the learner's step alone (bench/selfplay.py's
 `bench_config`) for the same config. Prints (stdout, one JSON object; progress on stderr):
 
-  run    positions/s after its first minute, GPU busy % (NVML) after its first minute, peak GPU
+  run    positions/s after its first minute (of finished games, and searched: the ratio below reads
+         the searched, which a short run's games in flight do not hold back), GPU busy % (NVML) after its first minute, peak GPU
          memory, the learner's samples/s while it trains, the share of that time spent waiting for
          replay batches, the achieved train ratio against the configured one, the run summary
   bench  one actor's positions/s for the same games per actor, where its ply goes (network / env /
@@ -52,6 +53,8 @@ def run_figures(cfg) -> dict:
         "positions_per_s": round(summary.positions_per_s, 1),
         "positions_per_s_after_first_minute": summary.positions_per_s_after_first_minute
         and round(summary.positions_per_s_after_first_minute, 1),
+        "plies_searched_per_s_after_first_minute": summary.plies_searched_per_s_after_first_minute
+        and round(summary.plies_searched_per_s_after_first_minute, 1),
         "gpu": gpus and gpus.names[0],
         "gpu_busy_mean": gpus and gpus.busy_mean,
         "gpu_busy_after_first_minute": gpus and gpus.busy_mean_after_first_minute,
@@ -113,7 +116,8 @@ def main() -> None:
             result["bench_error"] = f"{type(e).__name__}: {e}"[:500]
     run, bench = result.get("run"), result.get("bench")
     if run and bench:
-        warm = run["positions_per_s_after_first_minute"] or run["positions_per_s"]
+        warm = (run["plies_searched_per_s_after_first_minute"] or run["positions_per_s_after_first_minute"]
+                or run["positions_per_s"])
         result["run_over_bench"] = round(warm / (cfg.actors.num_actors * bench["positions_per_s"]), 3)
         if run["learner_samples_per_s_training"]:
             result["learner_over_bench"] = round(run["learner_samples_per_s_training"]

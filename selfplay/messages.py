@@ -134,6 +134,7 @@ class RunSummary:
     evaluation: Optional[EvalReport] = None  # the latest in-run evaluation (evaluation.enabled)
     positions_per_s: float = 0.0  # positions generated per second this session
     positions_per_s_after_first_minute: Optional[float] = None  # ... without its first minute (None: shorter)
+    plies_searched_per_s_after_first_minute: Optional[float] = None  # positions searched, finished games or not
     learner_figures: Optional[LearnerFigures] = None  # the learner's rate and achieved train ratio
     gpus: Optional[GpuFigures] = None  # GPU busy % and memory (None: no NVIDIA GPU on this node)
     value_health: Optional[ValueHealth] = None  # value head vs the run's start, its warning (None: no step yet)

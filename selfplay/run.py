@@ -344,7 +344,7 @@ class _Session:
             metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
             actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)), resign_threshold=self.progress.resign_threshold(),
             evaluation=self.evaluator.latest if self.evaluator else None,
-            positions_per_s=(s.positions_total - s.positions_at_start) / max((s.stopped or time.monotonic()) - s.started, 1e-9),
-            positions_per_s_after_first_minute=s.warm_positions_per_s(), learner_figures=s.learner_figures(),
+            positions_per_s=s.positions_per_s(), positions_per_s_after_first_minute=s.warm_positions_per_s(),
+            plies_searched_per_s_after_first_minute=s.warm_plies_searched_per_s(), learner_figures=s.learner_figures(),
             gpus=self.gpu_figures, value_health=self.value_health.summary(s.metrics),
             learning=self.evaluator.learning.summary() if self.evaluator else None)

@@ -31,10 +31,11 @@ class RunState:
     actor_restarts: list[int] = dataclasses.field(default_factory=list)  # per self-play actor: Ray's restarts
     restarts_checked: float = 0.0  # monotonic time of the last look at them
     positions_at_start: int = 0  # positions_total when this session began
+    plies_searched: int = 0  # positions the actors searched this session, finished games or not
     learner_steps: int = 0  # steps this session's training calls took (the first call, which compiles, aside)
     learner_seconds: float = 0.0  # wall time of those calls
     learner_wait_seconds: float = 0.0  # of which the learner waited for replay batches
-    warm: Optional[tuple[float, int, int]] = None  # (monotonic time, positions, step) one minute in (warm-up done)
+    warm: Optional[tuple[float, int, int]] = None  # (monotonic time, positions, plies searched) one minute in
     learner_calls: int = 0  # training calls finished this session
     stopped: Optional[float] = None  # monotonic time the loop ended (rates exclude the shutdown)
 
@@ -83,16 +84,31 @@ class RunState:
     def played(self, report: PlayReport) -> None:
         self.games_total += report.games
         self.positions_total += sum(report.game_plies)
+        self.plies_searched += report.positions
         self.actor_nodes.add(report.node)
         if self.warm is None and time.monotonic() - self.started >= 60:
-            self.warm = (time.monotonic(), self.positions_total, self.step)
+            self.warm = (time.monotonic(), self.positions_total, self.plies_searched)
+
+    def positions_per_s(self) -> float:
+        """Positions of games finished this session per second of it."""
+        made = self.positions_total - self.positions_at_start
+        return made / max((self.stopped or time.monotonic()) - self.started, 1e-9)
 
     def warm_positions_per_s(self) -> Optional[float]:
-        """Positions/s since the first minute (compiles and warm-up), or None before it."""
+        """Positions of finished games per second since the first minute (compiles and warm-up), or
+        None before it. Lags the search's rate while games are in flight (warm_plies_searched_per_s)."""
         if self.warm is None:
             return None
         t, positions, _ = self.warm
         return (self.positions_total - positions) / max((self.stopped or time.monotonic()) - t, 1e-9)
+
+    def warm_plies_searched_per_s(self) -> Optional[float]:
+        """Positions searched per second since the first minute, finished games or not: the actors'
+        speed, which a short run's finished games understate (thousands of games in flight end late)."""
+        if self.warm is None:
+            return None
+        t, _, plies = self.warm
+        return (self.plies_searched - plies) / max((self.stopped or time.monotonic()) - t, 1e-9)
 
 
 def limit_reached(step: int, minutes: float, max_steps: int, max_minutes: float) -> Optional[StopReason]:

@@ -192,6 +192,25 @@ def test_train_ratio_counts_this_sessions_samples_per_position():
     assert s.steps_allowed(2.0) == -30
 
 
+def test_after_the_first_minute_searched_plies_count_games_still_in_flight(monkeypatch):
+    """The summary's two speeds after the first minute: finished games' positions, and every position
+    the actors searched (a short run with thousands of games in flight finishes few of them)."""
+    clock = [1_000.0]
+    monkeypatch.setattr("selfplay.state.time.monotonic", lambda: clock[0])
+    s = RunState(batch_size=100, step=0, samples_base=0, step_base=0, games_total=0, positions_total=0,
+                 games_at_start=0, next_pgn=0, started=clock[0])
+    report = dict(actor=0, version=0, seconds=1.0, node="n")
+    s.played(PlayReport(games=0, positions=500, game_plies=(), **report))  # inside the first minute
+    assert s.warm_plies_searched_per_s() is None and s.warm_positions_per_s() is None
+    clock[0] += 60
+    s.played(PlayReport(games=1, positions=600, game_plies=(300,), **report))  # the warm mark: after this call
+    clock[0] += 10
+    s.played(PlayReport(games=1, positions=800, game_plies=(120,), **report))
+    s.played(PlayReport(games=0, positions=700, game_plies=(), **report))
+    assert s.warm_plies_searched_per_s() == pytest.approx(150.0)  # 1,500 searched in 10 s
+    assert s.warm_positions_per_s() == pytest.approx(12.0)  # one game of 120 plies finished in them
+
+
 def test_the_one_gpu_preset_plays_a_few_plies_on_the_cpu(local_ray):  # noqa: F811
     import jax
     import jax.numpy as jnp
