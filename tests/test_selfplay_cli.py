@@ -21,7 +21,7 @@ def test_config_presets_load_and_bad_values_name_the_key():
     az = load(SelfPlayConfig, ROOT / "configs/chess_az.yaml")
     assert (az.network.resnet.num_blocks, az.network.resnet.filters) == (19, 256)
     assert az.search.num_simulations == 800 and az.learner.batch_size == 4096
-    assert az.learner.lr_values == (0.05, 0.005, 0.0005, 0.00005)  # the value head saturates at 0.2
+    assert az.learner.lr_values == (0.02, 0.002, 0.0002, 0.00002)  # the value head saturates at 0.2 and 0.05
     with pytest.raises(ConfigError, match="learner.batch_sise"):
         load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["learner.batch_sise=3"])
     with pytest.raises(ConfigError, match="actors.games_per_actor"):
