@@ -295,8 +295,10 @@ def phase_lr(w, step: int, seconds: float) -> float:
 
 
 def _learner(base, w, lr: float):
-    """The self-play learner's loss and optimiser at the warm start's batch and a constant rate."""
-    return dataclasses.replace(base, batch_size=w.batch_size, lr_values=(lr,), lr_boundaries=(), q_ratio=0.0)
+    """The self-play learner's loss and optimiser at the warm start's batch and a constant rate, on every
+    parameter (Stockfish's values teach the value head too)."""
+    return dataclasses.replace(base, batch_size=w.batch_size, lr_values=(lr,), lr_boundaries=(), q_ratio=0.0,
+                               trains="all")
 
 
 def _start_or_resume(checkpoints, net, sp, w, sample_obs):

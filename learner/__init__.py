@@ -12,7 +12,7 @@ from learner.messages import LearnerLocation, TrainMetrics, TrainResult, ValueHe
 
 _LAZY = {
     "TrainState": "learner.train", "init_train_state": "learner.train", "make_train_step": "learner.train",
-    "legal_log_probs": "learner.train",
+    "legal_log_probs": "learner.train", "frozen_leaves": "learner.train",
     "data_parallel": "learner.parallel", "describe": "learner.parallel",
     "CheckpointError": "learner.checkpoint", "Checkpointer": "learner.checkpoint",
     "Learner": "learner.learner",
@@ -20,7 +20,7 @@ _LAZY = {
 
 __all__ = ["CheckpointError", "Checkpointer", "Learner", "LearnerConfig", "LearnerLocation", "TrainMetrics",
            "TrainResult", "TrainState", "ValueHealth", "ValueHealthMonitor", "data_parallel", "describe",
-           "init_train_state", "legal_log_probs", "make_train_step"]
+           "frozen_leaves", "init_train_state", "legal_log_probs", "make_train_step"]
 
 
 def __getattr__(name: str):

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal, get_args
 from configs import Retired, check_at_least, check_unit_interval
 
 Optimizer = Literal["sgd", "adam"]
+Trains = Literal["all", "policy"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,10 @@ class LearnerConfig:
     # init.network's value as it plays (BatchNorm's running statistics); 0: off. A warm run that trains
     # the policy alone (value_weight 0) still moves the value through the shared trunk
     start_value_weight: float = 0.0
+    # what the steps change: "all" every parameter; "policy" only those the value does not read (the
+    # policy head), trained as the network plays (BatchNorm on its running statistics, which stay): a
+    # warm run's prior learns from the search while its value stays its start's to the bit
+    trains: Trains = "all"
     # chess: the value target leans on the board's material, a dense signal where early self-play games
     # end by mates few positions explain: target = (1 - m) target + m tanh(0.184 x the side to move's
     # material lead in pawns) (Lichess's win% curve), m this share at step 0, held throughout or falling
@@ -80,6 +85,8 @@ class LearnerConfig:
             raise ValueError("lr_boundaries must be positive and increasing")
         if self.batch_size < 1 or self.train_ratio <= 0 or self.publish_every < 1 or self.checkpoint_every < 1:
             raise ValueError("batch_size, publish_every, checkpoint_every must be >= 1 and train_ratio > 0")
+        if self.trains not in get_args(Trains):
+            raise ValueError(f"learner.trains must be one of {get_args(Trains)}, got {self.trains!r}")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
         for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight", "start_value_weight"):

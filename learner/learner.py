@@ -23,6 +23,7 @@ import os
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import ray
 
@@ -32,7 +33,7 @@ from games import material
 from learner.config import LearnerConfig
 from learner.messages import LearnerLocation, TrainMetrics, TrainResult
 from learner.parallel import data_parallel, describe
-from learner.train import TrainState, make_train_step
+from learner.train import TrainState, frozen_leaves, make_train_step
 from runtime import stops_deferred
 
 
@@ -51,8 +52,11 @@ class Learner:
         self._replicated, self._split = data_parallel(cfg.devices, cfg.batch_size, "learner")
         game = games.make(game_name)
         net = models.make_network(network_cfg, game.spec)
-        self._train_step = make_train_step(net, cfg, game.symmetries, obs_spec=jax.ShapeDtypeStruct(
-            game.spec.observation_shape, game.observation_dtype), material_of=material.balance_of(game_name))
+        obs_spec = jax.ShapeDtypeStruct(game.spec.observation_shape, game.observation_dtype)
+        frozen = frozen_leaves(net, cfg, {"params": state.params, "batch_stats": state.batch_stats},
+                               jnp.zeros((1, *obs_spec.shape), obs_spec.dtype))
+        self._train_step = make_train_step(net, cfg, game.symmetries, obs_spec=obs_spec,
+                                           material_of=material.balance_of(game_name), frozen=frozen)
         self._state = jax.device_put(state, self._replicated)
         # the run's first network, whose policy and value cfg.start_policy_weight / start_value_weight keep this one near
         self._start = (jax.device_put(start_variables, self._replicated)

@@ -77,15 +77,48 @@ def kernels_only(params: Any) -> Any:
     return jax.tree.map(lambda p: jnp.ndim(p) >= 2, params)
 
 
-def make_optimizer(cfg: LearnerConfig) -> optax.GradientTransformation:
+def read_by_value(net, variables: dict, obs: jax.Array) -> dict:
+    """{"params", "batch_stats"} -> bool per array: whether the network's value reads it. Each array in
+    turn is set to NaN and the value evaluated (as it plays) on `obs` [B, *obs_shape]: NaN passes every
+    operation a network's value is made of (sums, products, max, tanh, normalisation), so the value turns
+    NaN exactly when it reads the array, whatever the weights (a dead ReLU included)."""
+    flat, treedef = jax.tree.flatten(variables)
+    value_of = jax.jit(lambda leaves: net.apply(treedef.unflatten(leaves), obs, train=False).value)
+
+    def reads(i: int) -> bool:
+        poisoned = [jnp.full_like(x, jnp.nan) if j == i else x for j, x in enumerate(flat)]
+        return bool(jnp.isnan(value_of(poisoned)).any())
+
+    return treedef.unflatten([reads(i) for i in range(len(flat))])
+
+
+def frozen_leaves(net, cfg: LearnerConfig, variables: dict, obs: jax.Array) -> Any:
+    """The parameters `cfg.trains` keeps (a bool per array, True: kept), or None for "all". For "policy":
+    every parameter the value reads (the trunk and the value head; read_by_value). Raises ValueError when
+    nothing would be left to train."""
+    if cfg.trains == "all":
+        return None
+    reads = read_by_value(net, {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}, obs)
+    if all(jax.tree.leaves(reads["params"])):
+        raise ValueError("learner.trains=policy: this network's value reads every parameter (no policy head of "
+                         "its own), so nothing would train; use learner.trains=all")
+    return reads["params"]
+
+
+def make_optimizer(cfg: LearnerConfig, frozen: Any = None) -> optax.GradientTransformation:
     """SGD with momentum on the loss gradient plus 2c theta (the gradient of c ||theta||^2), or AdamW
     with weight decay 2c (decoupled: scaled by the learning rate, not by Adam's second moment). With
-    `decay_norms` false the decay skips what `kernels_only` masks out."""
+    `decay_norms` false the decay skips what `kernels_only` masks out; `frozen` (learner.trains) zeroes
+    the updates of the arrays it marks."""
     mask = None if cfg.decay_norms else kernels_only
     if cfg.optimizer == "adam":
-        return optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2, mask=mask)
-    return optax.chain(optax.add_decayed_weights(2 * cfg.l2, mask=mask),
-                       optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
+        optimizer = optax.adamw(learning_rate(cfg), b1=cfg.momentum, weight_decay=2 * cfg.l2, mask=mask)
+    else:
+        optimizer = optax.chain(optax.add_decayed_weights(2 * cfg.l2, mask=mask),
+                                optax.sgd(learning_rate(cfg), momentum=cfg.momentum))
+    if frozen is None:
+        return optimizer
+    return optax.chain(optimizer, optax.masked(optax.set_to_zero(), frozen))
 
 
 def init_train_state(net, cfg: LearnerConfig, sample_obs: jax.Array, key: jax.Array,
@@ -98,7 +131,8 @@ def init_train_state(net, cfg: LearnerConfig, sample_obs: jax.Array, key: jax.Ar
     if variables is None:
         variables = net.init(init_key, sample_obs, train=False)
     params = variables["params"]
-    return TrainState(params, variables.get("batch_stats", {}), make_optimizer(cfg).init(params),
+    optimizer = make_optimizer(cfg, frozen_leaves(net, cfg, variables, sample_obs))
+    return TrainState(params, variables.get("batch_stats", {}), optimizer.init(params),
                       jnp.zeros((), jnp.int32), rng)
 
 
@@ -195,8 +229,10 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
     """Scalar loss, (new batch_stats, metrics dict). `start`: the run's first network's variables,
     whose policy and value `cfg.start_policy_weight` / `start_value_weight` keep this one near (None: no
     such term); `material`: the value target's material part (learner.material_value; None: none)."""
+    # trains=policy: the policy head learns on the trunk's features as it plays them (running statistics,
+    # kept: the value reads them); trains=all: batch statistics, AlphaZero's training
     out, updates = net.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
-                             train=True, mutable=["batch_stats", "intermediates"])
+                             train=cfg.trains == "all", mutable=["batch_stats", "intermediates"])
     log_p, valid = legal_log_probs(out.policy_logits, batch.legal_actions)
     cross_entropy = -jnp.sum(jnp.where(valid, batch.policy * log_p, 0.0), axis=-1)  # [B]
     policy_loss = cross_entropy.mean()
@@ -234,20 +270,32 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
 
 
 def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transform, ...] = (),
-                    obs_spec: jax.ShapeDtypeStruct | None = None, material_of: Any = None):
+                    obs_spec: jax.ShapeDtypeStruct | None = None, material_of: Any = None,
+                    frozen: Any = None):
     """jitted (TrainState, batch, start=None) -> (TrainState, metrics incl. learning_rate, l2 norm);
     `start`: the variables of the run's first network, for `cfg.start_policy_weight` / `start_value_weight`. With
     `cfg.augment`, each position of the batch (a NamedTuple) first goes under one of `transforms`,
     drawn from the state's RNG and step (a resumed run draws the same). `obs_spec`: one
     position's shape and dtype, needed for batches of packed observations. `material_of`: observations
     [B, *obs_shape] -> the side to move's material lead [B] in pawns (games.material), needed with
-    `cfg.material_value`."""
-    optimizer = make_optimizer(cfg)
+    `cfg.material_value`. `frozen`: the parameters the steps keep (frozen_leaves; needed with `cfg.trains`
+    other than "all", which also trains the network as it plays: BatchNorm on its running statistics,
+    which then stay)."""
+    if (frozen is None) != (cfg.trains == "all"):
+        raise ValueError(f"learner.trains={cfg.trains} needs make_train_step(..., frozen=frozen_leaves(...)) "
+                         "and trains=all none")
+    optimizer = make_optimizer(cfg, frozen)
     if cfg.material_value and material_of is None:
         raise ValueError("learner.material_value needs the game's material (chess)")
     schedule = learning_rate(cfg)
     if cfg.augment and len(transforms) < 2:
         raise ValueError("learner.augment needs the game's board symmetries (games/symmetry.py); this game has none")
+
+    def loss_of_trained(params, *args):
+        """loss_and_metrics with the kept parameters behind stop_gradient: their gradient is a symbolic
+        zero, so the backward pass skips the trunk (trains=policy: about the head's cost alone)."""
+        params = jax.tree.map(lambda keep, p: jax.lax.stop_gradient(p) if keep else p, frozen, params)
+        return loss_and_metrics(params, *args)
 
     @functools.partial(jax.jit, donate_argnums=0)  # the old state's buffers are reused in place
     def step(state: TrainState, batch: Batch, start: Any = None):
@@ -261,7 +309,7 @@ def make_train_step(net, cfg: LearnerConfig, transforms: tuple[symmetry.Transfor
             batch = batch._replace(observation=observation, legal_actions=legal)
         material = (material_target(cfg, material_of(batch.observation), state.step)
                     if cfg.material_value else None)
-        grad_fn = jax.grad(loss_and_metrics, has_aux=True)
+        grad_fn = jax.grad(loss_of_trained if frozen is not None else loss_and_metrics, has_aux=True)
         grads, (batch_stats, metrics) = grad_fn(state.params, state.batch_stats, net, cfg, batch, start, material)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
