@@ -98,7 +98,7 @@ def frozen_leaves(net, cfg: LearnerConfig, variables: dict, obs: jax.Array) -> A
     nothing would be left to train."""
     if cfg.trains == "all":
         return None
-    reads = read_by_value(net, {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}, obs)
+    reads = read_by_value(net, variables, obs)
     if all(jax.tree.leaves(reads["params"])):
         raise ValueError("learner.trains=policy: this network's value reads every parameter (no policy head of "
                          "its own), so nothing would train; use learner.trains=all")

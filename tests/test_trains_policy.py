@@ -31,7 +31,7 @@ def test_the_chess_resnet_trains_its_73_plane_policy_head_alone():
     frozen = frozen_leaves(shipped.module(), LearnerConfig(trains="policy"), shipped.variables, obs)
     # models/resnet.py's policy_head: 3x3 conv (Conv_1), its BatchNorm (BatchNorm_1), 1x1 conv to 73 planes (Conv_2)
     assert trained_names(frozen) == {"['BatchNorm_1']['bias']", "['BatchNorm_1']['scale']",
-                                            "['Conv_1']['kernel']", "['Conv_2']['bias']", "['Conv_2']['kernel']"}
+                                     "['Conv_1']['kernel']", "['Conv_2']['bias']", "['Conv_2']['kernel']"}
     assert frozen_leaves(shipped.module(), LearnerConfig(), shipped.variables, obs) is None  # trains: all
 
 
