@@ -9,7 +9,9 @@ from configs import Retired
 Policy = Literal["puct", "gumbel"]
 QTransform = Literal["parent_and_siblings", "min_max", "fpu"]
 WinCheck = Literal["tree", "root", "none"]
+PolicyTarget = Literal["visits", "completed_q"]
 POLICIES, Q_TRANSFORMS, WIN_CHECKS = get_args(Policy), get_args(QTransform), get_args(WinCheck)
+POLICY_TARGETS = get_args(PolicyTarget)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +38,11 @@ class SearchConfig:
     dirichlet_fraction: float = 0.25  # weight of the noise in the root prior (AlphaZero 0.25)
     temperature: float = 1.0  # visit-count sampling temperature while ply < temperature_plies
     temperature_plies: int = 30  # plies sampled with `temperature`; greedy (most visits) after
+    # Self-play's policy target: "visits" (AlphaZero: the root's visit distribution; PUCT only) or
+    # "completed_q" (Gumbel MuZero's improved policy softmax(prior + sigma(completed Q)), the prior
+    # before root noise; on a PUCT tree sigma reads Q as Gumbel's "min_max" does unless q_transform is
+    # "parent_and_siblings"); None: the policy's own (PUCT visits, Gumbel completed Q).
+    policy_target: Optional[PolicyTarget] = None
     # Gumbel MuZero (Danihelka et al. 2022); used when policy == "gumbel".
     max_num_considered_actions: int = 16  # root actions kept by Sequential Halving
     gumbel_scale: float = 1.0  # scale of the root Gumbel noise (0 = deterministic play)
@@ -77,6 +84,11 @@ class SearchConfig:
         if self.policy == "gumbel" and self.q_transform == "fpu":
             raise ValueError("search q_transform 'fpu' is PUCT's (Gumbel completes an unvisited move's Q with "
                              "the mixed value): use 'parent_and_siblings' or 'min_max' with policy 'gumbel'")
+        if self.policy_target is not None and self.policy_target not in POLICY_TARGETS:
+            raise ValueError(f"search policy_target must be one of {POLICY_TARGETS} or null, got {self.policy_target!r}")
+        if self.policy == "gumbel" and self.policy_target == "visits":
+            raise ValueError("search policy_target 'visits' is PUCT's (Gumbel's visits follow Sequential Halving's "
+                             "schedule, not the moves' worth): use 'completed_q' or null with policy 'gumbel'")
         if self.win_check not in WIN_CHECKS:
             raise ValueError(f"search win_check must be one of {WIN_CHECKS}, got {self.win_check!r}")
         if self.win_check_max_replies < 0:
@@ -104,6 +116,13 @@ class SearchConfig:
         if self.max_num_considered_actions < 1:
             raise ValueError("search max_num_considered_actions must be >= 1, "
                              f"got {self.max_num_considered_actions}")
+
+    @property
+    def target(self) -> PolicyTarget:
+        """The policy target self-play trains on (policy_target, or the policy's own)."""
+        if self.policy_target is not None:
+            return self.policy_target
+        return "visits" if self.policy == "puct" else "completed_q"
 
     def for_play(self) -> SearchConfig:
         """The search a trained network plays with, everywhere outside self-play (arena agents, the

@@ -43,8 +43,9 @@ class SearchOutput(NamedTuple):
                    most visited by prior + completed Q (Gumbel). -1 if the root is terminal.
     slot_actions:  [B, W] int32 pgx action of each slot (legal moves in increasing id), -1 = empty.
     visit_counts:  [B, W] int32 root visits per slot.
-    policy_target: [B, W] float32 training target: PUCT the visit distribution; Gumbel the improved
-                   policy softmax(prior + completed Q) (Danihelka et al.). 0 in empty slots.
+    policy_target: [B, W] float32 training target (config.target): "visits" the visit distribution;
+                   "completed_q" the improved policy softmax(prior + completed Q) (Danihelka et
+                   al.; Gumbel's own). 0 in empty slots.
     child_q:       [B, W] float32 Q of each root move from the ROOT player's view, in [-1, 1], for
                    visited moves; unvisited and empty slots hold 0.
     root_value:    [B] float32 search value of the root for its side to move.
@@ -280,18 +281,18 @@ def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutp
     any_won = jnp.any(sure.won, axis=1)
     avoid = sure.lost & ~jnp.all(sure.lost | empty, axis=1, keepdims=True)
     explore = game.plies(states) < config.temperature_plies
+    if config.target == "completed_q":  # Gumbel's improved policy; a PUCT root's prior without its noise
+        completed = jax.vmap(selection.gumbel_qtransform(config), in_axes=(0, None))(tree, tree.ROOT_INDEX)
+        target = jax.nn.softmax(jnp.where(empty, slots.EMPTY_LOGIT, prior + completed))
+    else:
+        target = visits / jnp.maximum(jnp.sum(visits, axis=1, keepdims=True), 1)
     if config.policy == "puct":
-        total = jnp.sum(visits, axis=1, keepdims=True)
-        target = visits / jnp.maximum(total, 1)
         logits = jnp.where((visits > 0) & ~avoid,
                            jnp.log(jnp.maximum(visits, 1)) / config.temperature, -jnp.inf)
         sampled = jax.random.categorical(key, logits)
         slot = jnp.where(explore, sampled, jnp.argmax(jnp.where(avoid, -1, visits), axis=1))
     else:
-        qtransform = selection.gumbel_qtransform(config)
-        completed = jax.vmap(qtransform, in_axes=(0, None))(tree, tree.ROOT_INDEX)
         logits = tree.children_prior_logits[:, tree.ROOT_INDEX]
-        target = jax.nn.softmax(jnp.where(empty, slots.EMPTY_LOGIT, logits + completed))
         searched = visits  # this search's visits: a reused root's earlier ones are not its halving's
         if isinstance(tree.extra_data, ReusedGumbel):
             searched = visits - tree.extra_data.root_start_visits

@@ -72,11 +72,12 @@ def puct_qtransform(config: SearchConfig):
 
 
 def gumbel_qtransform(config: SearchConfig):
-    """sigma(completed Q) of Gumbel MuZero. "parent_and_siblings": Q min-max rescaled over the node's
+    """sigma(completed Q) of Gumbel MuZero (also a PUCT tree's "completed_q" target, where "fpu" reads
+    as "min_max": both keep Q on its fixed scale). "parent_and_siblings": Q min-max rescaled over the node's
     children (mctx's default), so any spread, a flat value's noise too, becomes a full-scale one;
     "min_max": Q on the fixed [-1, 1] -> [0, 1] scale, so a small spread stays small beside the prior.
     ("fpu" is PUCT's: SearchConfig refuses it for Gumbel, whose unvisited moves take the mixed value.)"""
-    if config.q_transform == "min_max":
+    if config.q_transform in ("min_max", "fpu"):
         # the raw [-1, 1] Q, halved: [0, 1] up to a constant, which softmax and argmax ignore
         return lambda tree, node: 0.5 * mctx.qtransform_completed_by_mix_value(
             tree, node, value_scale=config.value_scale, maxvisit_init=config.maxvisit_init, rescale_values=False)

@@ -320,3 +320,4 @@ def test_no_empty_slot_visited_at_any_depth(policy):
     target = np.asarray(out.policy_target)
     np.testing.assert_allclose(target.sum(axis=1), 1.0, rtol=1e-5)
     assert (target[np.asarray(out.slot_actions) == slots.EMPTY] == 0).all()
+
