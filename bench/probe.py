@@ -6,7 +6,7 @@
     .venv/bin/python bench/probe.py --net A --net B --no-search                  # policy, value, one ply
     .venv/bin/python bench/probe.py --net A --sims 16 --targets                  # self-play's policy targets
 
-For each network: its raw policy's and its value head's figures, its value's one-ply move (the move
+For each network: its raw policy's and its value head's figures, its prior's entropy and top probability, its value's one-ply move (the move
 whose successor the value rates worst for the opponent: what a search reads of the value one ply down,
 where a hung piece shows), its value's side-to-move offset (`value_offset`), then each search's agreement with
 Stockfish's best move and its regret (win% lost per move), each search as the arena plays it
@@ -117,6 +117,32 @@ def value_offset(probe, game, apply, variables, batch_size: int = 32) -> dict:
             "correlation": float(np.corrcoef(ref, net)[0, 1])}
 
 
+def prior_shape(probe, apply, variables, batch_size: int = 32) -> dict:
+    """The raw prior over each probe position's legal moves: its mean entropy (nats) and mean top
+    probability, each with its 95% interval. PUCT spends its simulations by the prior, so a prior that
+    training sharpened costs a search even where its first move got better (docs/experiments/)."""
+    import jax
+    import jax.numpy as jnp
+
+    from arena import probe as probe_lib
+
+    @jax.jit
+    def shape(variables, states):
+        logits = jnp.where(states.legal_action_mask, apply(variables, states.observation).policy_logits, -jnp.inf)
+        p = jax.nn.softmax(logits, axis=-1)
+        entropy = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), axis=-1)
+        return entropy, jnp.max(p, axis=-1)
+
+    entropy, top = np.zeros(len(probe)), np.zeros(len(probe))
+    for start in range(0, len(probe), batch_size):
+        rows = np.resize(np.arange(start, min(start + batch_size, len(probe))), batch_size)  # one shape
+        e, t = jax.device_get(shape(variables, jax.tree.map(lambda x: x[rows], probe.states)))
+        n = min(batch_size, len(probe) - start)
+        entropy[start:start + n], top[start:start + n] = e[:n], t[:n]
+    (e, e_lo, e_hi), (t, t_lo, t_hi) = probe_lib.mean_interval(entropy), probe_lib.mean_interval(top)
+    return {"entropy": e, "entropy_lower": e_lo, "entropy_upper": e_hi, "top": t, "top_lower": t_lo, "top_upper": t_hi}
+
+
 def expected_score(probe, slot_actions: np.ndarray, weights: np.ndarray) -> dict:
     """A distribution over each position's moves (`weights` [N, S] on the pgx ids `slot_actions` [N, S],
     -1 an empty slot) against Stockfish's: the expected agreement and regret (win% lost) of a move drawn
@@ -187,6 +213,9 @@ def measure(net_dir: str, variants: dict, sims: int, limit: int | None, probe, t
     print(f"{net_dir} value one ply: {100 * one_ply.agreement:.1f}% agree, regret {one_ply.regret:.1f}",
           file=sys.stderr, flush=True)
     out["value_offset"] = value_offset(probe, game, apply, network.variables)
+    out["prior"] = prior_shape(probe, apply, network.variables)
+    print(f"{net_dir} prior: entropy {out['prior']['entropy']:.2f} nats, top probability {out['prior']['top']:.2f}",
+          file=sys.stderr, flush=True)
     for name, keys in variants.items():
         cfg = search_config(network.metadata, {"num_simulations": sims, **keys}, f"network directory {net_dir}")
         fn = search_lib.make_search(game, apply, cfg)

@@ -324,3 +324,17 @@ def test_a_search_that_cannot_act_fails_before_any_measuring(monkeypatch):
         bench.main(["--net", net, "--search", "policy=gumbel,q_transform=fpu"])
     with pytest.raises(SystemExit, match="network checkpoint not found"):
         bench.main(["--net", "no/such/net", "--no-search"])
+
+
+def test_the_prior_shape_of_a_uniform_policy_is_log_of_the_legal_moves(hand):
+    """bench/probe.py's prior_shape: uniform logits over all 4,672 actions are, over each position's legal
+    moves (python-chess counts them), an entropy of log(n) and a top probability of 1/n."""
+    from by_path import load_module
+
+    from models import NetworkOutput
+    bench = load_module(Path(__file__).resolve().parents[1] / "bench" / "probe.py", "bench_probe")
+    apply = lambda variables, obs: NetworkOutput(jnp.zeros((obs.shape[0], 4672)), jnp.zeros(obs.shape[0]), None)  # noqa: E731
+    n = np.array([chess.Board(p.fen).legal_moves.count() for p in hand.positions], np.float64)
+    shape = bench.prior_shape(hand, apply, {}, batch_size=3)
+    assert shape["entropy"] == pytest.approx(np.log(n).mean(), rel=1e-5)
+    assert shape["top"] == pytest.approx((1 / n).mean(), rel=1e-5)
