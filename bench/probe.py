@@ -6,9 +6,10 @@
     .venv/bin/python bench/probe.py --net A --net B --no-search                  # policy, value, one ply
     .venv/bin/python bench/probe.py --net A --sims 16 --targets                  # self-play's policy targets
 
-For each network: its raw policy's and its value head's figures, its prior's entropy and top probability, its value's one-ply move (the move
-whose successor the value rates worst for the opponent: what a search reads of the value one ply down,
-where a hung piece shows), its value's side-to-move offset (`value_offset`), then each search's agreement with
+For each network: its raw policy's and its value head's figures, its prior's entropy and top
+probability (`prior_shape`), its value's one-ply move (the move whose successor the value rates worst
+for the opponent: what a search reads of the value one ply down, where a hung piece shows), its
+value's side-to-move offset (`value_offset`), then each search's agreement with
 Stockfish's best move and its regret (win% lost per move), each search as the arena plays it
 (`SearchConfig.for_play` over the network's recorded search, then the variant's keys). `--grid`
 measures the Q transforms and value scales that decide whether a search keeps what the prior knows
@@ -134,11 +135,9 @@ def prior_shape(probe, apply, variables, batch_size: int = 32) -> dict:
         return entropy, jnp.max(p, axis=-1)
 
     entropy, top = np.zeros(len(probe)), np.zeros(len(probe))
-    for start in range(0, len(probe), batch_size):
-        rows = np.resize(np.arange(start, min(start + batch_size, len(probe))), batch_size)  # one shape
-        e, t = jax.device_get(shape(variables, jax.tree.map(lambda x: x[rows], probe.states)))
-        n = min(batch_size, len(probe) - start)
-        entropy[start:start + n], top[start:start + n] = e[:n], t[:n]
+    for rows, states in probe_lib.batches(probe, batch_size):
+        e, t = jax.device_get(shape(variables, states))
+        entropy[rows], top[rows] = e[:len(rows)], t[:len(rows)]
     (e, e_lo, e_hi), (t, t_lo, t_hi) = probe_lib.mean_interval(entropy), probe_lib.mean_interval(top)
     return {"entropy": e, "entropy_lower": e_lo, "entropy_upper": e_hi, "top": t, "top_lower": t_lo, "top_upper": t_hi}
 

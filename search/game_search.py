@@ -281,7 +281,9 @@ def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutp
     any_won = jnp.any(sure.won, axis=1)
     avoid = sure.lost & ~jnp.all(sure.lost | empty, axis=1, keepdims=True)
     explore = game.plies(states) < config.temperature_plies
-    if config.target == "completed_q":  # Gumbel's improved policy; a PUCT root's prior without its noise
+    # Gumbel's improved policy (Gumbel's target always, so its move choice below reads `completed` too);
+    # a PUCT root's prior is taken without its noise
+    if config.target == "completed_q":
         completed = jax.vmap(selection.gumbel_qtransform(config), in_axes=(0, None))(tree, tree.ROOT_INDEX)
         target = jax.nn.softmax(jnp.where(empty, slots.EMPTY_LOGIT, prior + completed))
     else:

@@ -263,7 +263,7 @@ def _take(states, rows: np.ndarray):
 BatchMover = Callable[[Any, Any], np.ndarray]  # (states [B], key) -> pgx actions [B]
 
 
-def _batches(probe: ProbeSet, batch_size: int) -> Iterable[tuple[np.ndarray, Any]]:
+def batches(probe: ProbeSet, batch_size: int) -> Iterable[tuple[np.ndarray, Any]]:
     """(rows, states) chunks of `batch_size` (the last one padded with its first row, so every
     chunk has one shape and a search compiles once)."""
     import jax
@@ -288,7 +288,7 @@ def network_outputs(probe: ProbeSet, apply: Callable, variables, batch_size: int
         return jnp.argmax(logits, axis=-1), out.value.reshape(-1)
 
     actions, values = np.zeros(len(probe), np.int32), np.zeros(len(probe), np.float32)
-    for rows, states in _batches(probe, batch_size):
+    for rows, states in batches(probe, batch_size):
         a, v = jax.device_get(run(variables, states))
         actions[rows], values[rows] = a[:len(rows)], v[:len(rows)]
     return actions, values
@@ -298,7 +298,7 @@ def mover_actions(probe: ProbeSet, mover: BatchMover, seed: int = 0, batch_size:
     """[N] the moves of a batched mover (e.g. a search: arena.batched.mate_puzzles.search_mover)."""
     import jax
     actions = np.zeros(len(probe), np.int32)
-    for k, (rows, states) in enumerate(_batches(probe, batch_size)):
+    for k, (rows, states) in enumerate(batches(probe, batch_size)):
         actions[rows] = np.asarray(mover(states, jax.random.PRNGKey(seed + k)))[:len(rows)]
     return actions
 
