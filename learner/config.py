@@ -41,6 +41,10 @@ class LearnerConfig:
     # init.network's value as it plays (BatchNorm's running statistics); 0: off. A warm run that trains
     # the policy alone (value_weight 0) still moves the value through the shared trunk
     start_value_weight: float = 0.0
+    # ... and on its prior's sharpness drifting from the start's: + this x (H(p) - H(p_start))^2, each
+    # position's entropy over its legal moves, mean over the batch; 0: off. Training towards a search's
+    # own targets sharpens the prior, and a sharper prior costs PUCT's search (docs/experiments)
+    start_entropy_weight: float = 0.0
     # what the steps change: "all" every parameter; "policy" only those the value does not read (the
     # policy head), trained as the network plays (BatchNorm on its running statistics, which stay): a
     # warm run's prior learns from the search while its value stays its start's to the bit
@@ -72,9 +76,9 @@ class LearnerConfig:
 
     @property
     def holds_start(self) -> bool:
-        """Whether a term keeps this network near the run's first one (start_policy_weight or
-        start_value_weight), so the learner needs init.network's variables."""
-        return self.start_policy_weight > 0 or self.start_value_weight > 0
+        """Whether a term keeps this network near the run's first one (start_policy_weight,
+        start_value_weight or start_entropy_weight), so the learner needs init.network's variables."""
+        return self.start_policy_weight > 0 or self.start_value_weight > 0 or self.start_entropy_weight > 0
 
     def __post_init__(self):
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
@@ -89,7 +93,8 @@ class LearnerConfig:
             raise ValueError(f"learner.trains must be one of {get_args(Trains)}, got {self.trains!r}")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
-        for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight", "start_value_weight"):
+        for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight", "start_value_weight",
+                     "start_entropy_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
                                  f"its target), got {getattr(self, name):g}; 0 turns the term off")

@@ -20,6 +20,7 @@ class TrainMetrics:
     wdl_loss: Optional[float] = None  # WDL cross entropy (networks with a WDL head)
     start_kl: Optional[float] = None  # KL(start || policy) over the legal moves (learner.start_policy_weight > 0)
     start_value_gap: Optional[float] = None  # mean (v - v_start)^2 over the batch (learner.start_value_weight > 0)
+    start_entropy_gap: Optional[float] = None  # mean H(p) - H(p_start) in nats, < 0: sharper (start_entropy_weight > 0)
     # Value health (docs/selfplay.md, "Value health"); None where the step cannot tell:
     value_active: Optional[float] = None  # share of the ResNet value head's units past their ReLU, less active layer (0: dead)
     value_explained: Optional[float] = None  # 1 - Var(z - v) / Var(z) over the batch (None: every z equal)

@@ -142,6 +142,11 @@ def legal_log_probs(policy_logits: jax.Array, legal_actions: jax.Array):
     return jax.nn.log_softmax(logits, axis=-1), legal_actions != slots.EMPTY
 
 
+def entropy(log_p: jax.Array, valid: jax.Array) -> jax.Array:
+    """[B, W] log p over the legal moves, [B, W] valid -> [B] each position's entropy in nats."""
+    return -jnp.sum(jnp.where(valid, jnp.exp(log_p) * log_p, 0.0), axis=-1)
+
+
 def value_target(cfg: LearnerConfig, batch: Batch, v: jax.Array | None = None,
                  material: MaterialTarget | None = None) -> jax.Array:
     """[B] the value head's target: z, or z mixed with the search's root value q (less noisy than a
@@ -227,7 +232,8 @@ def batch_figures(batch: Batch, step: jax.Array) -> dict[str, jax.Array]:
 def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch, start: Any = None,
                      material: MaterialTarget | None = None):
     """Scalar loss, (new batch_stats, metrics dict). `start`: the run's first network's variables,
-    whose policy and value `cfg.start_policy_weight` / `start_value_weight` keep this one near (None: no
+    whose policy, value and prior's entropy `cfg.start_policy_weight` / `start_value_weight` /
+    `start_entropy_weight` keep this one near (None: no
     such term); `material`: the value target's material part (learner.material_value; None: none)."""
     # trains=policy: the policy head learns on the trunk's features as it plays them (running statistics,
     # kept: the value reads them); trains=all: batch statistics, AlphaZero's training
@@ -241,7 +247,7 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
     loss = policy_loss + cfg.value_weight * value_loss
     v = jax.lax.stop_gradient(out.value.astype(jnp.float32))
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss,
-               "policy_entropy": -jnp.sum(jnp.where(valid, jnp.exp(log_p) * log_p, 0.0), axis=-1).mean(),
+               "policy_entropy": entropy(log_p, valid).mean(),
                # spread of v over the batch: ~0 once the value head ignores its input (a dead ReLU)
                "value_std": jnp.std(v),
                "value_explained": explained_variance(z, v)}
@@ -256,11 +262,15 @@ def loss_and_metrics(params, batch_stats, net, cfg: LearnerConfig, batch: Batch,
         metrics["wdl_loss"] = wdl_loss
     if start is not None:
         start_out = jax.lax.stop_gradient(net.apply(start, batch.observation, train=False))
+        start_log_p, _ = legal_log_probs(start_out.policy_logits, batch.legal_actions)
         if cfg.start_policy_weight > 0:
-            start_log_p, _ = legal_log_probs(start_out.policy_logits, batch.legal_actions)
             start_kl = jnp.sum(jnp.where(valid, jnp.exp(start_log_p) * (start_log_p - log_p), 0.0), axis=-1).mean()
             loss = loss + cfg.start_policy_weight * start_kl
             metrics["start_kl"] = start_kl
+        if cfg.start_entropy_weight > 0:
+            gap = entropy(log_p, valid) - entropy(start_log_p, valid)  # [B] nats, < 0: sharper than the start
+            loss = loss + cfg.start_entropy_weight * jnp.mean(gap ** 2)
+            metrics["start_entropy_gap"] = gap.mean()
         if cfg.start_value_weight > 0:
             gap = jnp.mean((out.value.astype(jnp.float32) - start_out.value.astype(jnp.float32)) ** 2)
             loss = loss + cfg.start_value_weight * gap

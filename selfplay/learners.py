@@ -152,7 +152,7 @@ def make_learner(cfg: SelfPlayConfig, state: TrainState, replay, store, env: dic
                  start: Optional[dict] = None) -> LearnerHandle:
     """The learner `cfg.learner.placement` asks for ("driver": this process, "actor": a Ray actor, whose
     environment is `env`, prepare.ProcessEnvs.learner). `start`: init.network's variables, for
-    learner.start_policy_weight / start_value_weight."""
+    learner.start_policy_weight / start_value_weight / start_entropy_weight."""
     if cfg.learner.placement == "actor":
         return RemoteLearner(cfg, state, replay, store, env, start)
     return LocalLearner(cfg, state, replay, store, start)

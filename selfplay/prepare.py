@@ -150,8 +150,8 @@ class Inputs:
     opening_lines: tuple  # actors.opening_book's lines as pgx action arrays; () without a book
     anchors: Optional[AnchorSet]  # replay.anchor_records' boards; None when replay.anchor_fraction is 0
     network: Any  # the flax module `network` builds for `game` (models.make_network)
-    # init.network's weights: a fresh run's first network, and what learner.start_policy_weight /
-    # start_value_weight keep the network near (read on --resume for that alone); None: random weights from `seed`
+    # init.network's weights: a fresh run's first network, and what learner.start_*_weight keep the
+    # network near (read on --resume for that alone); None: random weights from `seed`
     init_variables: Optional[dict] = None
 
 
@@ -160,7 +160,7 @@ def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
     behind: the opening book, the evaluator's ladder (`evaluation.engines`, else `game`'s), the
     anchor boards (`replay.anchor_records`: its first `anchor_boards` training boards, distill's
     held-out games left out), the network `network` builds for `game`, and `init.network`'s weights (a warm start; on --resume only for
-    learner.start_policy_weight / start_value_weight, the checkpoint replacing them; one that cannot start this network is
+    learner.start_*_weight, the checkpoint replacing them; one that cannot start this network is
     one line)."""
     lines = opening_lines(cfg)
     if cfg.evaluation.enabled:

@@ -31,7 +31,8 @@ def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = No
     "value std 0.21 (350% of start), 48% active, explained 0.31; trained won/resigned/capped/drawn
     40/10/30/20%, age 35 steps" (with anchor boards: "30/10/20/15% + anchor 25%"; with
     learner.start_policy_weight: "; policy KL from start 0.042"; with start_value_weight: "; value RMS from
-    start 0.031"); "" before the first step."""
+    start 0.031"; with start_entropy_weight: "; prior entropy -0.120 nats from start"); "" before the first
+    step."""
     if m is None or m.value_std is None:
         return ""
     text = f"value std {m.value_std:.2g}"
@@ -56,6 +57,8 @@ def health_text(m: Optional[TrainMetrics], value_std_start: Optional[float] = No
         text += f"; policy KL from start {m.start_kl:.3f}"
     if m.start_value_gap is not None:  # learner.start_value_weight: the value's, as a root mean square
         text += f"; value RMS from start {m.start_value_gap ** 0.5:.3f}"
+    if m.start_entropy_gap is not None:  # learner.start_entropy_weight: the prior's sharpness against the start's
+        text += f"; prior entropy {m.start_entropy_gap:+.3f} nats from start"
     return text
 
 
@@ -176,6 +179,8 @@ class Progress:
                 w.add_scalar("loss/start_kl", m.start_kl, step)
             if m.start_value_gap is not None:
                 w.add_scalar("loss/start_value_gap", m.start_value_gap, step)
+            if m.start_entropy_gap is not None:
+                w.add_scalar("loss/start_entropy_gap", m.start_entropy_gap, step)
             w.add_scalar("policy_entropy", m.policy_entropy, step)
             if m.value_std is not None:
                 w.add_scalar("value_std", m.value_std, step)

@@ -140,11 +140,12 @@ def test_a_network_of_another_shape_or_path_is_one_line(distilled):
 
 
 def test_a_warm_run_holding_its_policy_near_the_start_reads_the_start_on_resume_too(distilled):
-    """learner.start_policy_weight and start_value_weight need init.network (one line without it); a
+    """learner.start_policy_weight, start_value_weight and start_entropy_weight need init.network (one line
+    without it); a
     resumed run reads init.network's weights for the penalties alone (its state is the checkpoint's)."""
     tmp, summary = distilled
     game = games.make("chess")
-    for name in ("start_policy_weight", "start_value_weight"):
+    for name in ("start_policy_weight", "start_value_weight", "start_entropy_weight"):
         with pytest.raises(ValueError, match=f"{name} keeps the network near init.network"):
             load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"learner.{name}=0.5"])
     cfg = load(SelfPlayConfig, str(tmp / "tiny.yaml"), [f"init.network={summary['network']}", "network.history=false",
@@ -156,6 +157,8 @@ def test_a_warm_run_holding_its_policy_near_the_start_reads_the_start_on_resume_
     assert read_inputs(plain, game, resume=True).init_variables is None
     value_held = dataclasses.replace(plain, learner=dataclasses.replace(plain.learner, start_value_weight=1.0))
     assert read_inputs(value_held, game, resume=True).init_variables is not None
+    entropy_held = dataclasses.replace(plain, learner=dataclasses.replace(plain.learner, start_entropy_weight=1.0))
+    assert read_inputs(entropy_held, game, resume=True).init_variables is not None
 
 
 def test_a_warm_start_whose_value_head_dies_says_so_and_how_to_start_again(tmp_path, capsys):
