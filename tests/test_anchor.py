@@ -105,7 +105,8 @@ def test_the_progress_line_names_the_anchor_share_and_the_drift_from_the_start()
     from selfplay.progress import health_text
     m = types.SimpleNamespace(value_std=0.2, value_active=0.5, value_explained=0.3, trained_won_by_rules=0.3,
                               trained_resigned=0.1, trained_capped=0.2, trained_drawn_by_rules=0.15, trained_adjudicated=0.0,
-                              sample_age=12.0, start_kl=None, start_value_gap=None)
+                              sample_age=12.0, start_kl=None, start_value_gap=None,
+                              start_entropy_gap=None)
     assert health_text(m).endswith("trained won/resigned/capped/drawn 30/10/20/15% + anchor 25%, age 12 steps")
     m.trained_drawn_by_rules = 0.4  # no anchor boards: the shares sum to 1
     assert "anchor" not in health_text(m) and "30/10/20/40%, age 12" in health_text(m)
@@ -115,3 +116,5 @@ def test_the_progress_line_names_the_anchor_share_and_the_drift_from_the_start()
     assert health_text(m).endswith("age 12 steps; policy KL from start 0.042")
     m.start_value_gap = 0.0009  # learner.start_value_weight: the value's drift, as a root mean square
     assert health_text(m).endswith("policy KL from start 0.042; value RMS from start 0.030")
+    m.start_entropy_gap = -0.0131  # learner.start_entropy_weight: the prior's sharpness against the start's
+    assert health_text(m).endswith("value RMS from start 0.030; prior entropy -0.013 nats from start")
