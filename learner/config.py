@@ -71,14 +71,16 @@ class LearnerConfig:
     # replicated (learner/parallel.py; 0: every device it sees, e.g. the num_gpus Ray gave its actor)
     devices: int = 1
 
+    # the terms that keep a warm run near its first network (init.network): each a weight, 0 off
+    START_TERMS: ClassVar = ("start_policy_weight", "start_value_weight", "start_entropy_weight")
     # removed fields that saved configs still name (configs/loader.py)
     RETIRED: ClassVar = {"opponent_policy_weight": Retired(0.15)}
 
     @property
     def holds_start(self) -> bool:
-        """Whether a term keeps this network near the run's first one (start_policy_weight,
-        start_value_weight or start_entropy_weight), so the learner needs init.network's variables."""
-        return self.start_policy_weight > 0 or self.start_value_weight > 0 or self.start_entropy_weight > 0
+        """Whether a term of START_TERMS keeps this network near the run's first one, so the learner
+        needs init.network's variables."""
+        return any(getattr(self, name) > 0 for name in self.START_TERMS)
 
     def __post_init__(self):
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
@@ -93,8 +95,7 @@ class LearnerConfig:
             raise ValueError(f"learner.trains must be one of {get_args(Trains)}, got {self.trains!r}")
         if self.optimizer not in get_args(Optimizer):
             raise ValueError(f"learner.optimizer must be one of {get_args(Optimizer)}, got {self.optimizer!r}")
-        for name in ("value_weight", "wdl_weight", "l2", "start_policy_weight", "start_value_weight",
-                     "start_entropy_weight"):
+        for name in ("value_weight", "wdl_weight", "l2", *self.START_TERMS):
             if getattr(self, name) < 0:
                 raise ValueError(f"learner.{name} must be >= 0 (a negative weight trains the network away from "
                                  f"its target), got {getattr(self, name):g}; 0 turns the term off")

@@ -129,7 +129,7 @@ class SelfPlayConfig:
             raise ValueError(f"gpu_memory must be one of {get_args(GpuMemory)}, got {self.gpu_memory!r}")
         if not 0.0 < self.driver_gpu_share < 1.0:
             raise ValueError(f"driver_gpu_share must be in (0, 1), got {self.driver_gpu_share:g}")
-        for name in ("start_policy_weight", "start_value_weight", "start_entropy_weight"):
+        for name in LearnerConfig.START_TERMS:
             if getattr(self.learner, name) and not self.init.network:
                 raise ValueError(f"learner.{name} keeps the network near init.network's: set init.network, "
                                  "or leave it at 0")
