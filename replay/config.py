@@ -16,10 +16,13 @@ class ReplayConfig:
     # Anchor boards (replay/anchor.py): oracle-annotated boards mixed into every training batch, so a run
     # from a warm start keeps what distillation taught it. anchor_records: a `distill.py annotate`
     # directory (its train split is read; "" none); anchor_fraction: the share of each batch they make;
-    # anchor_boards: how many are read (about 1.4 KB each in memory for chess)
+    # anchor_boards: how many are read (about 1.4 KB each in memory for chess); anchor_temperature: their
+    # policy target, 0 one-hot on the oracle's best move, > 0 softmax(move win probabilities / T) (the
+    # target a network warm-started with warm_start.policy_temperature T learnt, so anchors keep its prior as distilled)
     anchor_records: str = ""
     anchor_fraction: float = 0.0
     anchor_boards: int = 50_000
+    anchor_temperature: float = 0.0
 
     def __post_init__(self):
         if self.window_positions < 1 or self.min_positions < 0 or self.games_per_chunk < 1 or self.disk_positions < 0:
@@ -31,3 +34,5 @@ class ReplayConfig:
                              "go together: set both, or neither")
         if self.anchor_boards < 1:
             raise ValueError(f"replay.anchor_boards must be >= 1, got {self.anchor_boards}")
+        if self.anchor_temperature < 0:
+            raise ValueError(f"replay.anchor_temperature must be >= 0 (0: one-hot on the best move), got {self.anchor_temperature:g}")

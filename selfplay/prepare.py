@@ -172,7 +172,7 @@ def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
     if r.anchor_fraction:
         from distill import read_anchor_set  # on use: it loads the chess tables, which other games never need
         try:
-            anchors = read_anchor_set(r.anchor_records, r.anchor_boards, game.spec.max_legal_actions)
+            anchors = read_anchor_set(r.anchor_records, r.anchor_boards, game.spec.max_legal_actions, r.anchor_temperature)
         except (FileNotFoundError, ValueError) as e:
             raise RunError(f"replay.anchor_records {r.anchor_records}: {e}") from None
         print(f"anchor boards: {len(anchors):,} from {r.anchor_records}, {r.anchor_fraction:.0%} of every batch",

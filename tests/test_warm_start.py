@@ -249,9 +249,9 @@ def test_selfplay_set_trains_a_chessformer_student(tmp_path):
 
 
 def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
-    """replay.anchor_records: the run reads the train split's boards (best move one-hot, the oracle's
-    value), packed exactly as the replay buffer mixes them in; a bad directory or a history-reading
-    network is one line."""
+    """replay.anchor_records: the run reads the train split's boards (best move one-hot, or softened by
+    replay.anchor_temperature; the oracle's value), packed exactly as the replay buffer mixes them in;
+    a bad directory or a history-reading network is one line."""
     from games import packing
     _records(tmp_path / "rec", copies=3)
     (tmp_path / "tiny.yaml").write_text(TINY)
@@ -267,6 +267,21 @@ def test_a_run_mixes_annotated_boards_as_anchors(tmp_path):
                                   expected.observation.astype(np.float32))
     np.testing.assert_array_equal(anchor.policy, expected.policy)
     np.testing.assert_allclose(anchor.z, 0.9)
+    # replay.anchor_temperature: softmax(win probabilities / T) over the legal moves, the best (0.95) against
+    # every other (0.3) at exp(0.65 / T), as the warm start's policy_temperature trains
+    soft = read_inputs(dataclasses.replace(cfg, replay=dataclasses.replace(cfg.replay, anchor_temperature=0.5)),
+                       game).anchors
+    legal = soft.legal_actions >= 0
+    np.testing.assert_allclose(soft.policy.sum(1), 1.0, rtol=1e-5)
+    assert np.all(soft.policy[~legal] == 0)
+    best = soft.policy.max(1)
+    others = np.where(legal & (soft.policy < best[:, None]), soft.policy, np.nan)
+    np.testing.assert_allclose(best / np.nanmax(others, 1), np.exp(0.65 / 0.5), rtol=1e-5)
+    np.testing.assert_allclose(best / np.nanmin(others, 1), np.exp(0.65 / 0.5), rtol=1e-5)
+    with pytest.raises(ValueError, match="anchor_temperature must be >= 0"):
+        load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'rec'}",
+                                                          "replay.anchor_fraction=0.25", "network.history=false",
+                                                          "replay.anchor_temperature=-1"])
     bad = load(SelfPlayConfig, str(tmp_path / "tiny.yaml"), [f"replay.anchor_records={tmp_path / 'none'}",
                                                             "replay.anchor_fraction=0.25", "network.history=false"])
     with pytest.raises(RunError, match="replay.anchor_records .*none"):
