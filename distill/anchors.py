@@ -1,7 +1,7 @@
 """Annotated boards as a self-play run's anchor set (replay/anchor.py): a `distill.py annotate`
 directory's training boards with the oracle's policy (one-hot on its best move, or its move win
-probabilities softened by a temperature) and value, which the replay buffer
-mixes into every learner batch so that a run from a warm start keeps what distillation taught it."""
+probabilities softened by a temperature) and value, which the replay buffer mixes into every learner
+batch so that a run from a warm start keeps what distillation taught it."""
 from __future__ import annotations
 
 from distill.config import DataConfig
