@@ -44,6 +44,13 @@ class ActorConfig:
     # side `adjudicate_margin` pawns or more ahead wins, otherwise a draw. 0: only the rules and the ply cap end games.
     adjudicate_plies: int = 0
     adjudicate_margin: float = 3.0  # pawns (1 / 3 / 3 / 5 / 9): 3 is a minor piece
+    # Chess: this share of the games has Stockfish (actors/sparring.py) play one side, its colour drawn per
+    # game, so the network also learns on the positions another opponent reaches. Every position is still
+    # searched and recorded (on Stockfish's moves too: its policy target is the network's search); only the
+    # move played differs, and Stockfish's side never resigns. 0: self-play alone
+    sparring_fraction: float = 0.0
+    sparring_skill: int = 0  # the partner's Stockfish Skill Level (0-20; 0 is match.py's weakest anchor)
+    sparring_depth: int = 1  # the partner's search depth a move
     # removed fields that saved configs still name (configs/loader.py): playout cap randomization
     RETIRED: ClassVar = {"full_search_fraction": Retired(1.0), "fast_simulations": Retired(8)}
 
@@ -70,5 +77,11 @@ class ActorConfig:
                              "actors.resign_enabled=true and actors.resign_disabled_fraction > 0 (AlphaGo Zero: 0.1)")
         if self.resign_window_games < 1:
             raise ValueError(f"actors.resign_window_games must be >= 1, got {self.resign_window_games}")
+        if not 0.0 <= self.sparring_fraction <= 1.0:
+            raise ValueError(f"actors.sparring_fraction must be in [0, 1], got {self.sparring_fraction:g}")
+        if not 0 <= self.sparring_skill <= 20:
+            raise ValueError(f"actors.sparring_skill is Stockfish's Skill Level, 0-20, got {self.sparring_skill}")
+        if self.sparring_depth < 1:
+            raise ValueError(f"actors.sparring_depth must be >= 1, got {self.sparring_depth}")
         if self.max_restarts < -1:
             raise ValueError("max_restarts must be >= 0, or -1 for no limit")

@@ -17,3 +17,4 @@ class PlayReport:
     seconds: float  # wall time of the call
     node: str  # Ray node id the actor runs on
     resign_threshold: Optional[float] = None  # the actor's at the end of the call (None: resignation off)
+    partner_scores: tuple[float, ...] = ()  # the network's score (1, 0.5, 0) in each sparring game finished

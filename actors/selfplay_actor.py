@@ -32,6 +32,7 @@ import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
 from actors.resignation import ThresholdTuner, resign_scores
+from actors.sparring import SparringGame, SparringPartner
 from games import material, packing
 from replay import GameRecord, encode
 from runtime import pin_threads
@@ -56,6 +57,7 @@ class _GameLog:
     resign_scores: list = dataclasses.field(default_factory=list)  # never-resign games: per ply (+inf: not allowed)
     serial: int = 0
     opening: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int32))  # book moves to play first
+    sparring: SparringGame | None = None  # actors.sparring_fraction: Stockfish plays one side
 
 
 def _restarted() -> bool:
@@ -90,6 +92,9 @@ class SelfPlayActor:
                                              return_tree=search_cfg.reuse_tree)
         self.replay = replay
         self.store = param_store
+        self.partner = None  # actors.sparring_fraction: one Stockfish for this actor's sparring games
+        if actor_cfg.sparring_fraction > 0:
+            self.partner = SparringPartner(actor_cfg.sparring_skill, actor_cfg.sparring_depth)
         self.started = f"{time.time_ns() // 1_000_000:x}"  # start time (ms, hex): game ids stay unique across resumes and restarts
         # Ray restarts a dead actor with the same arguments: new seeds, or it would replay its first life's games
         self.rng = np.random.default_rng([seed, actor_id] + ([int(self.started, 16)] if _restarted() else []))
@@ -128,6 +133,8 @@ class SelfPlayActor:
             if self.cfg.opening_book_prefix == "random":  # none up to all but the last (which may end the game)
                 line = line[:int(self.rng.integers(max(len(line), 1)))]
             log.opening = line
+        if self.partner is not None and self.rng.random() < self.cfg.sparring_fraction:
+            log.sparring = SparringGame(bool(self.rng.random() < 0.5), len(log.opening) + self.cfg.random_opening_plies)
         return log
 
     def _advance_fn(self, states, action):
@@ -181,7 +188,7 @@ class SelfPlayActor:
 
     def play(self, num_plies: int) -> PlayReport:
         """Advances every game `num_plies` plies; returns after finished games are acknowledged."""
-        acks, finished, positions = [], [], 0
+        acks, finished, positions, partner_scores = [], [], 0, []
         t0 = time.perf_counter()
         pending = self._dispatch()
         for ply in range(num_plies):
@@ -190,6 +197,7 @@ class SelfPlayActor:
                 (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value,
                  packed, to_play))
             action = self._opening_moves(action, slots)
+            action = self._partner_moves(action)
             resign = self._resignations(to_play, slots, visits, q, v, version)
             if self.reuse is not None:  # the played move's subtree, unless a game ends or resigns here
                 played = slots == action[:, None]
@@ -211,6 +219,8 @@ class SelfPlayActor:
             for b in np.flatnonzero(ended):
                 ending = "adjudicated" if adjudicated[b] else "cap" if capped[b] else "rules"
                 record = self._close_game(b, rewards[b], ending, int(resign[b]), version)
+                if self.logs[b].sparring:
+                    partner_scores.append(self.logs[b].sparring.network_score(record.rewards, record.to_play))
                 frames.append(encode(record))
                 finished.append(record)
                 self.logs[b] = self._new_log(keys[b])
@@ -221,7 +231,8 @@ class SelfPlayActor:
             actor=self.actor_id, games=len(finished), positions=positions,
             game_plies=tuple(r.plies for r in finished), version=self.version,
             seconds=time.perf_counter() - t0, node=ray.get_runtime_context().get_node_id(),
-            resign_threshold=self.resign.threshold if self.cfg.resign_enabled else None)
+            resign_threshold=self.resign.threshold if self.cfg.resign_enabled else None,
+            partner_scores=tuple(partner_scores))
 
     def _opening_moves(self, action: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """[B] the search's moves, except inside a game's opening: its book line's move, then a uniform
@@ -237,6 +248,13 @@ class SelfPlayActor:
                 action[b] = self.rng.choice(slots[b][slots[b] >= 0])
         return action
 
+    def _partner_moves(self, action: np.ndarray) -> np.ndarray:
+        """[B] the moves chosen so far, Stockfish's where it moves next in a sparring game."""
+        if self.partner is None:
+            return action
+        return np.array([log.sparring.take(a, self.partner) if log.sparring else a for a, log in zip(action, self.logs)],
+                        action.dtype)
+
     def _resignations(self, to_play, slots, visits, q, v, version: int) -> np.ndarray:
         """[B] the pgx player id resigning each game before this ply's move, or -1 (`version`: the
         parameters that searched it). A game of the never-resign fraction only notes who would have
@@ -246,6 +264,9 @@ class SelfPlayActor:
         allowed = self.cfg.resign_enabled and version >= self.cfg.resign_after_version
         scores = resign_scores(slots, visits, q, v) if allowed else np.full(B, np.inf)
         scores = np.where(plies >= self.cfg.resign_min_plies, scores, np.inf)
+        if self.partner is not None:  # Stockfish's side plays on; its board already holds this ply's move
+            scores = np.where([bool(log.sparring and log.sparring.partner_moved_last()) for log in self.logs],
+                              np.inf, scores)
         resign = np.full(B, -1)
         for b, log in enumerate(self.logs):
             if log.resign_disabled:

@@ -22,7 +22,7 @@ modules) load on first use.
 import importlib
 
 from arena.agents.agent import Agent, Limit, Option
-from arena.agents.engine import EngineDiedError, find_stockfish
+from arena.agents.engine import EngineDiedError
 from arena.agents.network import search_config
 from arena.agents.one_ply import capture_reply_values_many, one_ply_values, one_ply_values_many
 from arena.agents.spec import AgentSpec, SpecError, check_agent, make_agent, parse_spec
@@ -55,7 +55,7 @@ __all__ = [
     "Adjudication", "Agent", "AgentSpec", "BAND_WIDTH", "Book", "EngineDiedError", "GameResult", "Limit",
     "MatchConfig", "Opening", "Option", "Puzzle", "START", "SpecError", "StudentAgent", "UciEngine",
     "action_metrics", "agent_action_metrics", "alphabeta_move", "append_pgn", "board_mover", "book_files", "book_path",
-    "capture_reply_values_many", "check_agent", "find_stockfish", "fit_ratings", "fresh_move", "gauntlet", "ladder_opponents",
+    "capture_reply_values_many", "check_agent", "fit_ratings", "fresh_move", "gauntlet", "ladder_opponents",
     "load_student", "make_agent", "mate_puzzles",
     "one_ply_values", "one_ply_values_many", "parse_epd", "parse_player", "parse_spec", "pick", "play_game",
     "probe", "rating_band",

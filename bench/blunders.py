@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"bench/blunders.py: {args.pgn} not found: give a match's games.pgn")
     import chess.engine
 
-    from arena import find_stockfish
+    from runtime import find_stockfish
     try:
         binary = find_stockfish(args.stockfish)
     except FileNotFoundError as e:

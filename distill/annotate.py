@@ -19,11 +19,10 @@ from typing import Iterable
 import chess
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from arena import find_stockfish
 from distill import boards as boards_lib
 from distill import engine as engine_lib
 from distill.records import ShardWriter, build_index, iter_records
-from runtime import raise_if_stop_requested
+from runtime import find_stockfish, raise_if_stop_requested
 
 _ENGINE = None
 _ENGINE_PATH = ""

@@ -17,8 +17,8 @@ import subprocess
 import chess
 import chess.engine
 
-from arena import find_stockfish
 from games import winprob
+from runtime import find_stockfish
 
 
 class MultiPVEngine:
@@ -96,7 +96,7 @@ def _parse_info(board: chess.Board, line: str) -> tuple[str, chess.engine.Score]
 
 
 def open_engine(path: str = "", threads: int = 1, hash_mb: int = 16) -> MultiPVEngine:
-    """Starts Stockfish (`path`, or wherever `arena.agents.engine.find_stockfish` finds it)."""
+    """Starts Stockfish (`path`, or wherever `runtime.find_stockfish` finds it)."""
     return MultiPVEngine(path, threads, hash_mb)
 
 

@@ -136,6 +136,9 @@ class SelfPlayConfig:
         if self.learner.material_value and self.game != "chess":
             raise ValueError(f"learner.material_value reads chess material; {self.game} has none: "
                              f"set learner.material_value=0")
+        if self.actors.sparring_fraction and self.game != "chess":
+            raise ValueError(f"actors.sparring_fraction has Stockfish play chess; {self.game} is not chess: "
+                             f"set actors.sparring_fraction=0")
         if self.actors.adjudicate_plies and self.game != "chess":
             raise ValueError(f"actors.adjudicate_plies scores a game by chess material; {self.game} has none: "
                              f"set actors.adjudicate_plies=0")

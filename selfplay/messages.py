@@ -140,6 +140,8 @@ class RunSummary:
     value_health: Optional[ValueHealth] = None  # value head vs the run's start, its warning (None: no step yet)
     learning: Optional[Learning] = None  # the probe set against the run's first evaluation (None: fewer than two)
     resign_threshold: Optional[float] = None  # the actors' last (actors.resign_false_positive_target moves it)
+    sparring_games: int = 0  # sparring games finished this session (actors.sparring_fraction)
+    sparring_score: Optional[float] = None  # the network's score over them (None: none)
 
 
 __all__ = ["EvalReport", "EvalRequest", "GpuFigures", "LearnerFigures", "Learning", "LearnerLocation", "PlayReport", "ReplayStats", "RunSummary", "StopReason", "TrainMetrics",

@@ -24,7 +24,7 @@ from configs import ConfigError, to_dict, upgrade
 from learner import Checkpointer, TrainState, ValueHealthMonitor, init_train_state
 from models import make_network, network_dir
 from replay import AnchorSet, RecordError, SchemaError
-from runtime import local_gpu_count, process_env, shares_line
+from runtime import find_stockfish, local_gpu_count, process_env, shares_line
 from selfplay.config import SelfPlayConfig
 from selfplay.errors import RunError
 from selfplay.messages import ReplayStats
@@ -157,12 +157,17 @@ class Inputs:
 
 def read_inputs(cfg: SelfPlayConfig, game, resume: bool = False) -> Inputs:
     """What the run reads and checks before its directory exists, so that a bad one leaves nothing
-    behind: the opening book, the evaluator's ladder (`evaluation.engines`, else `game`'s), the
+    behind: the opening book, Stockfish for sparring games, the evaluator's ladder (`evaluation.engines`, else `game`'s), the
     anchor boards (`replay.anchor_records`: its first `anchor_boards` training boards, distill's
     held-out games left out), the network `network` builds for `game`, and `init.network`'s weights (a warm start; on --resume only for
     learner.start_*_weight, the checkpoint replacing them; one that cannot start this network is
     one line)."""
     lines = opening_lines(cfg)
+    if cfg.actors.sparring_fraction:
+        try:
+            find_stockfish()
+        except FileNotFoundError as e:
+            raise RunError(f"actors.sparring_fraction: {e}, or set actors.sparring_fraction=0") from None
     if cfg.evaluation.enabled:
         try:
             ladder_opponents(cfg.game, game.spec.ladder, cfg.evaluation.engines)

@@ -11,6 +11,7 @@ policy_elo_lower, policy_elo_upper, policy_score_vs_random} at the evaluated net
 """
 from __future__ import annotations
 
+import collections
 import sys
 import time
 from typing import Optional
@@ -86,6 +87,8 @@ def probe_text(report: Optional[EvalReport]) -> Optional[str]:
             f"{report.probe_value_error_upper:.1f}] (draw {report.probe_draw_error:.1f}) win%")
 
 
+PARTNER_WINDOW = 200  # sparring games the progress line's score is over (+-7 points at 95% near 30%)
+
 class Progress:
     def __init__(self, tb_dir, cfg: SelfPlayConfig, show: bool | None = None):
         self.cfg = cfg
@@ -98,6 +101,9 @@ class Progress:
         self.games = self.positions = self.samples = 0  # since the last rate update
         self.rates = {"games_per_s": 0.0, "positions_per_s": 0.0, "samples_per_s": 0.0}
         self.resign_thresholds: dict[int, float] = {}  # per actor: its latest (PlayReport.resign_threshold)
+        # actors.sparring_fraction: the network's scores in its latest sparring games, and over the session
+        self.partner_recent: collections.deque = collections.deque(maxlen=PARTNER_WINDOW)
+        self.partner_games, self.partner_points = 0, 0.0
         self.last_tb = 0.0
         self.last_line = 0.0
         self.evaluation: Optional[EvalReport] = None  # the latest in-run evaluation
@@ -124,6 +130,21 @@ class Progress:
         self.positions += report.positions
         if report.resign_threshold is not None:
             self.resign_thresholds[report.actor] = report.resign_threshold
+        self.partner_recent.extend(report.partner_scores)
+        self.partner_games += len(report.partner_scores)
+        self.partner_points += sum(report.partner_scores)
+
+    def partner_text(self) -> str:
+        """'vs Stockfish s0 d1 27% of 200' over the latest sparring games; '' without any."""
+        if not self.partner_recent:
+            return ""
+        a = self.cfg.actors
+        score = sum(self.partner_recent) / len(self.partner_recent)
+        return f"vs Stockfish s{a.sparring_skill} d{a.sparring_depth} {score:.0%} of {len(self.partner_recent)}"
+
+    def partner_score(self) -> Optional[float]:
+        """The network's score over this session's sparring games (None: none finished)."""
+        return self.partner_points / self.partner_games if self.partner_games else None
 
     def resign_threshold(self) -> Optional[float]:
         """The actors' latest resign thresholds, averaged (None: resignation off, or no report yet)."""
@@ -210,6 +231,8 @@ class Progress:
         w.add_scalar("resign/false_positive_rate", r.resign_false_positive_rate, step)
         if (threshold := self.resign_threshold()) is not None:
             w.add_scalar("resign/threshold", threshold, step)
+        if self.partner_recent:
+            w.add_scalar("sparring/score", sum(self.partner_recent) / len(self.partner_recent), step)
         w.flush()
 
     def _line(self, step: int, m: Optional[TrainMetrics], r: ReplayStats, gpus: tuple[GpuSample, ...] = (),
@@ -221,6 +244,7 @@ class Progress:
                 + (f"  train ratio {learner.train_ratio:.2f}" if learner and learner.steps else "")
                 + (f"  {describe(gpus)}" if gpus else "")
                 + (f"  Elo {self.evaluation.elo:+.0f}" if self.evaluation else "")
+                + (f"  {partner}" if (partner := self.partner_text()) else "")
                 + (f"  {health}" if (health := health_text(m, self.value_std_start)) else ""))
 
     def _table(self, step: int, m: Optional[TrainMetrics], r: ReplayStats, gpus: tuple[GpuSample, ...] = (),
@@ -245,6 +269,8 @@ class Progress:
                          + (f", threshold {t:+.2f})" if (t := self.resign_threshold()) is not None else ")")),
             ("value health", health_text(m, self.value_std_start) or "-"),
         ]
+        if self.cfg.actors.sparring_fraction:
+            rows.append(("sparring (the network's score)", self.partner_text() or "-"))
         rows += [(f"GPU{'' if len(gpus) == 1 else g.index} busy / memory",
                   f"{g.busy:.0f}%  {g.memory_used_gb:.1f} / {g.memory_total_gb:.0f} GiB") for g in gpus]
         if self.cfg.evaluation.enabled:

@@ -338,13 +338,13 @@ class _Session:
             pass
         return RunSummary(
             stop_reason=s.stop_reason, step=s.step, start_step=s.step_base, samples_trained=s.samples_trained(),
-            games_total=games_total, positions_total=positions_total,
-            games_this_session=games_total - s.games_at_start, reloaded_games=s.games_at_start,
-            games_quarantined=self.games_quarantined, actor_restarts=sum(s.actor_restarts),
-            metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
+            games_total=games_total, positions_total=positions_total, reloaded_games=s.games_at_start,
+            games_this_session=games_total - s.games_at_start, games_quarantined=self.games_quarantined,
+            actor_restarts=sum(s.actor_restarts), metrics=s.metrics, learner=location, seconds=time.monotonic() - s.started,
             actor_nodes=tuple(sorted(n for n in s.actor_nodes if n)), resign_threshold=self.progress.resign_threshold(),
-            evaluation=self.evaluator.latest if self.evaluator else None,
+            sparring_games=self.progress.partner_games, sparring_score=self.progress.partner_score(),
             positions_per_s=s.positions_per_s(), positions_per_s_after_first_minute=s.warm_positions_per_s(),
             plies_searched_per_s_after_first_minute=s.warm_plies_searched_per_s(), learner_figures=s.learner_figures(),
             gpus=self.gpu_figures, value_health=self.value_health.summary(s.metrics),
+            evaluation=self.evaluator.latest if self.evaluator else None,
             learning=self.evaluator.learning.summary() if self.evaluator else None)

@@ -70,6 +70,10 @@ def summary_lines(summary: RunSummary, cfg: SelfPlayConfig, run_dir: Path) -> li
             out.append(learning_text(s.learning))
     elif cfg.evaluation.enabled:
         out.append("last evaluation: none finished")
+    if s.sparring_score is not None:
+        a = cfg.actors
+        out.append(f"sparring: the network scored {s.sparring_score:.1%} in {s.sparring_games:,} games against "
+                   f"Stockfish skill {a.sparring_skill} at depth {a.sparring_depth} this session")
     network = run_dir / "network"
     net = _shown(network)
     if network.is_dir():

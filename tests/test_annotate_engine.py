@@ -3,9 +3,9 @@ import chess
 import chess.engine
 import pytest
 
-from arena.agents.engine import open_uci
 from distill import engine as engine_lib
 from games.winprob import score_to_win_prob
+from runtime import find_stockfish, open_uci
 
 FENS = [
     chess.STARTING_FEN,
@@ -19,7 +19,7 @@ FENS = [
 @pytest.fixture(scope="module")
 def engines():
     ours = engine_lib.open_engine()
-    theirs = open_uci(engine_lib.find_stockfish())
+    theirs = open_uci(find_stockfish())
     theirs.configure({"Threads": 1, "Hash": 16})
     yield ours, theirs
     ours.quit()

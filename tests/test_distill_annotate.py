@@ -4,8 +4,8 @@ import collections
 import chess
 import pytest
 
-from arena.agents.engine import find_stockfish
 from distill import annotate, boards, records
+from runtime import find_stockfish
 
 FENS = [
     chess.STARTING_FEN,

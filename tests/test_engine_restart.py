@@ -13,14 +13,15 @@ import chess
 import chess.pgn
 import pytest
 
+from arena import EngineDiedError
 from arena.agents.agent import Agent, Limit
-from arena.agents.engine import EngineDiedError, find_stockfish
 from arena.agents.random import RandomAgent
 from arena.agents.spec import make_agent
 from arena.play.game import Adjudication, play_game
 from arena.play.openings import Opening
 from distill import annotate, boards, records
 from distill import engine as engine_lib
+from runtime import find_stockfish
 
 
 @pytest.fixture(scope="module", autouse=True)

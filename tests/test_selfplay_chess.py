@@ -11,10 +11,12 @@ import chess.pgn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from local_actor import local_actor
 
 import games
 from actors.resignation import ThresholdTuner, classify
+from actors.sparring import SparringPartner
 from configs.loader import load
 from games import chess_bridge
 from replay.record import encode
@@ -102,3 +104,73 @@ def test_a_long_game_is_adjudicated_by_material(local_ray):
         np.testing.assert_array_equal(record.rewards[[white_id, 1 - white_id]], [expected, -expected])
         seen.add(expected)
     assert seen == {0.0, 1.0}  # both lines drawn
+
+
+
+def _sparring_actor(seed: int, *overrides: str):
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [
+        "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
+        "search.num_simulations=4", "search.max_num_considered_actions=4", "actors.games_per_actor=6",
+        "actors.sparring_fraction=1.0", "actors.sparring_skill=20", "actors.sparring_depth=2", *overrides])
+    return local_actor(cfg, seed=seed)
+
+
+def test_sparring_games_play_stockfish_on_its_side_and_record_every_position(local_ray):
+    """actors.sparring_fraction=1: every game has Stockfish on one side (at Skill Level 20 its move depends on
+    the position alone, so a second Stockfish replays it); the network's side plays its search's move, and
+    both sides' positions are searched and recorded."""
+    plies = 10
+    actor, _ = _sparring_actor(2, "actors.resign_enabled=false")
+    searched = []
+
+    def recording(*args):  # keeps the search's own choice of every ply
+        out = search(*args)
+        searched.append(np.asarray(out.action))
+        return out
+    search, actor.search = actor.search, recording
+    actor.play(plies)
+    colours = [log.sparring.partner_white for log in actor.logs]
+    assert True in colours and False in colours, "seed 2 gives Stockfish both colours"
+    referee = SparringPartner(skill=20, depth=2)
+    try:
+        for b, log in enumerate(actor.logs):
+            assert len(log.actions) == plies and len(log.policy) == plies  # every position recorded
+            board = chess.Board()
+            for t, action in enumerate(log.actions):
+                move = chess_bridge.pgx_action_to_move(int(action), board)
+                assert move in board.legal_moves
+                if board.turn == log.sparring.partner_white:
+                    assert move == referee.move(board), (b, t, board.fen())
+                else:
+                    assert int(action) == searched[t][b]
+                assert abs(log.policy[t].sum() - 1.0) < 1e-5  # the network's search target, either side
+                board.push(move)
+            assert board == log.sparring.board
+    finally:
+        referee.close()
+        actor.partner.close()
+
+
+def test_stockfish_side_never_resigns(local_ray):
+    """With a threshold of 1 every position is hopeless: the network resigns at its first move, where
+    Stockfish (to move first as white) plays on."""
+    actor, records = _sparring_actor(2, "actors.resign_threshold=1.0", "actors.resign_min_plies=0",
+                                     "actors.resign_after_version=0", "actors.resign_disabled_fraction=0.0")
+    colours = [log.sparring.partner_white for log in actor.logs]
+    actor.play(2)
+    actor.partner.close()
+    serial = lambda r: int(r.game_id.rsplit("g", 1)[1])  # noqa: E731  (slot b's first game is serial b + 1)
+    first = [r for r in records if serial(r) <= 6]
+    assert len(first) == 6 and {r.termination for r in first} == {"resign"}
+    for record in first:
+        partner_white = colours[serial(record) - 1]
+        assert record.plies == (1 if partner_white else 0)  # Stockfish's first move, or none
+        white = int(np.asarray(record.to_play)[0]) if record.plies else None
+        if white is not None:  # Stockfish moved at ply 0 as white: black, the network, resigned
+            np.testing.assert_array_equal(record.rewards[[white, 1 - white]], [1.0, -1.0])
+    assert True in colours and False in colours
+
+
+def test_sparring_needs_chess():
+    with pytest.raises(ValueError, match="sparring_fraction has Stockfish play chess"):
+        load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", ["actors.sparring_fraction=0.5"])

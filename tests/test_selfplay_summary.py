@@ -124,3 +124,27 @@ def test_a_runs_limits_count_every_session_and_a_finished_run_says_how_to_extend
     six = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["name=r"])  # the preset's 6 minutes
     line = next(x for x in summary_lines(_summary(), six, Path("runs/r")) if x.startswith("resume it:"))
     assert _cli("selfplay").parse_args(shlex.split(line.split(":", 1)[1])[2:]).overrides == ["max_minutes=12"]
+
+
+def test_a_sparring_run_says_how_the_network_scored_against_stockfish(tmp_path):
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["actors.sparring_fraction=0.5"])
+    lines = summary_lines(_summary(sparring_games=120, sparring_score=0.275), cfg, tmp_path)
+    assert ("sparring: the network scored 27.5% in 120 games against Stockfish skill 0 at depth 1 this session"
+            in lines)
+    assert not any(line.startswith("sparring") for line in summary_lines(_summary(), cfg, tmp_path))
+
+
+def test_progress_shows_the_latest_sparring_games_score(tmp_path):
+    from selfplay.messages import PlayReport
+    from selfplay.progress import PARTNER_WINDOW, Progress
+    cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", ["actors.sparring_fraction=0.5",
+                                                                  "actors.sparring_skill=3"])
+    progress = Progress(tmp_path, cfg, show=False)
+    report = lambda scores: PlayReport(actor=0, games=len(scores), positions=10, game_plies=(5,) * len(scores),  # noqa: E731
+                                       version=0, seconds=1.0, node="n", partner_scores=tuple(scores))
+    assert progress.partner_text() == "" and progress.partner_score() is None
+    progress.games_finished(report([0.0] * PARTNER_WINDOW))
+    progress.games_finished(report([1.0, 0.5] * 50))  # the window keeps the latest 200: 100 zeros, 50 + 25 points
+    assert progress.partner_text() == f"vs Stockfish s3 d1 38% of {PARTNER_WINDOW}"
+    assert progress.partner_score() == 75 / 300
+    progress.close()

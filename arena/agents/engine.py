@@ -1,8 +1,5 @@
-"""External UCI engines as agents (Stockfish and any `uci:cmd="..."`) via python-chess, and the
-one place that finds the Stockfish binary (arena's agents and distill's annotation both use it).
-
-Stockfish comes from Debian's package at /usr/games/stockfish (not on PATH); `path=` or
-$STOCKFISH_BIN overrides it.
+"""External UCI engines as agents (Stockfish and any `uci:cmd="..."`) via python-chess; the binary
+is found and the process started by runtime/engines.py.
 
 An engine process that dies mid-move (killed, crashed) is restarted (same command and options) and
 the move retried once; the engine is given the whole game each move, so the game goes on. If it
@@ -21,22 +18,9 @@ import chess
 import chess.engine
 
 from arena.agents.agent import Agent, Limit, Option
+from runtime import find_stockfish, open_uci
 
-STOCKFISH_CANDIDATES = ("/usr/games/stockfish", "/usr/bin/stockfish", "/usr/local/bin/stockfish")
 DEFAULT_MOVETIME_MS = 100  # when a spec gives neither nodes, movetime nor depth
-
-
-def find_stockfish(path: str | None = None) -> str:
-    """The Stockfish binary: `path` if given (it must be there), else the first executable of
-    $STOCKFISH_BIN, `stockfish` on PATH, /usr/games/stockfish (Debian), /usr/bin, /usr/local/bin."""
-    candidates = (path,) if path else (os.environ.get("STOCKFISH_BIN"), shutil.which("stockfish"),
-                                       *STOCKFISH_CANDIDATES)
-    for candidate in candidates:
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise FileNotFoundError(
-        f"Stockfish not found{f' at {path}' if path else ''}: "
-        "install it with 'apt-get install -y stockfish' or set STOCKFISH_BIN")
 
 
 def _score_info(info: chess.engine.InfoDict, turn: chess.Color) -> dict:
@@ -60,14 +44,6 @@ def _score_info(info: chess.engine.InfoDict, turn: chess.Color) -> dict:
 
 class EngineDiedError(RuntimeError):
     """The engine process died twice on the same move (restarted in between)."""
-
-
-def open_uci(command, timeout: float = 30) -> chess.engine.SimpleEngine:
-    """Starts a UCI engine (python-chess), the one place the project does: its fork execs the engine
-    at once, so JAX's fork warning is silenced here (runtime.forking.forks_quietly)."""
-    from runtime import forks_quietly
-    with forks_quietly():
-        return chess.engine.SimpleEngine.popen_uci(command, timeout=timeout)
 
 
 class EngineAgent(Agent):

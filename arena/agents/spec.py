@@ -227,7 +227,7 @@ def check_agent(spec: str | AgentSpec) -> AgentSpec:
     if spec.kind in _NETWORK_KINDS:
         _check_network(spec)
     if spec.kind == "stockfish":
-        from arena.agents.engine import find_stockfish
+        from runtime import find_stockfish
         find_stockfish(spec.get("path"))
     if spec.kind == "uci":
         import shlex
