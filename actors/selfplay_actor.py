@@ -193,11 +193,11 @@ class SelfPlayActor:
         pending = self._dispatch()
         for ply in range(num_plies):
             out, tree, packed, to_play, version = pending
-            action, slots, visits, pi, q, v, packed, to_play = jax.device_get(
-                (out.action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value,
+            action, greedy, slots, visits, pi, q, v, packed, to_play = jax.device_get(
+                (out.action, out.greedy_action, out.slot_actions, out.visit_counts, out.policy_target, out.child_q, out.root_value,
                  packed, to_play))
             action = self._opening_moves(action, slots)
-            action = self._partner_moves(action)
+            action = self._partner_moves(action, greedy)
             resign = self._resignations(to_play, slots, visits, q, v, version)
             if self.reuse is not None:  # the played move's subtree, unless a game ends or resigns here
                 played = slots == action[:, None]
@@ -248,12 +248,13 @@ class SelfPlayActor:
                 action[b] = self.rng.choice(slots[b][slots[b] >= 0])
         return action
 
-    def _partner_moves(self, action: np.ndarray) -> np.ndarray:
-        """[B] the moves chosen so far, Stockfish's where it moves next in a sparring game."""
+    def _partner_moves(self, action: np.ndarray, greedy: np.ndarray) -> np.ndarray:
+        """[B] the moves chosen so far; in a sparring game past its opening Stockfish's on its side and the
+        search's `greedy` move on the network's (no temperature's sampling: it plays as in a match)."""
         if self.partner is None:
             return action
-        return np.array([log.sparring.take(a, self.partner) if log.sparring else a for a, log in zip(action, self.logs)],
-                        action.dtype)
+        return np.array([log.sparring.take(a, g, self.partner) if log.sparring else a
+                         for a, g, log in zip(action, greedy, self.logs)], action.dtype)
 
     def _resignations(self, to_play, slots, visits, q, v, version: int) -> np.ndarray:
         """[B] the pgx player id resigning each game before this ply's move, or -1 (`version`: the

@@ -6,7 +6,8 @@ positions a different, stronger-in-tactics opponent reaches, not only those its 
     partner.close()
 
     game = SparringGame(partner_white=True, free_plies=8)   # one per sparring game, in the actor's log
-    action = game.take(action, partner)   # Stockfish's pgx action where it moves, else `action`; pushed
+    action = game.take(action, greedy, partner)   # Stockfish's pgx action, the network's greedy one, or
+                                                  # the opening's `action`; the board plays it
 
 Each move is asked as a fresh game (`ucinewgame` clears the engine's hash), so at Skill Level 20 the
 move depends on the position alone and a test can replay it; below 20 Stockfish picks among its
@@ -56,12 +57,15 @@ class SparringGame:
         """Whether the last ply pushed was Stockfish's colour's (its side never resigns)."""
         return self.board.turn != self.partner_white
 
-    def take(self, action: int, partner: SparringPartner) -> int:
-        """This ply's pgx action: Stockfish's move where it moves next, else `action`; the board plays it."""
+    def take(self, action: int, greedy: int, partner: SparringPartner) -> int:
+        """This ply's pgx action, which the board then plays: inside the opening `action` (its book or random
+        move); past it Stockfish's move on its side, the search's `greedy` move on the network's."""
         if self.partner_moves_next():
             move = partner.move(self.board)
             action = chess_bridge.move_to_pgx_action(move, self.board.turn)
         else:
+            if self.board.ply() >= self.free_plies:
+                action = greedy
             move = chess_bridge.pgx_action_to_move(action, self.board)
         self.board.push(move)
         return int(action)

@@ -41,6 +41,8 @@ class SearchOutput(NamedTuple):
     action:        [B] int32 pgx action to play; sampled from visit_counts ** (1 / temperature)
                    while ply < temperature_plies, then the most visited (PUCT) / the best of the
                    most visited by prior + completed Q (Gumbel). -1 if the root is terminal.
+    greedy_action: [B] int32 the move past the temperature's plies, whatever the ply (self-play's
+                   sparring games play it: actors.sparring_fraction).
     slot_actions:  [B, W] int32 pgx action of each slot (legal moves in increasing id), -1 = empty.
     visit_counts:  [B, W] int32 root visits per slot.
     policy_target: [B, W] float32 training target (config.target): "visits" the visit distribution;
@@ -56,6 +58,7 @@ class SearchOutput(NamedTuple):
     """
 
     action: jax.Array
+    greedy_action: jax.Array
     slot_actions: jax.Array
     visit_counts: jax.Array
     policy_target: jax.Array
@@ -287,7 +290,39 @@ def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutp
         completed = jax.vmap(selection.gumbel_qtransform(config), in_axes=(0, None))(tree, tree.ROOT_INDEX)
         target = jax.nn.softmax(jnp.where(empty, slots.EMPTY_LOGIT, prior + completed))
     else:
+        completed = None  # PUCT's visit target: its move choice reads visits alone
         target = visits / jnp.maximum(jnp.sum(visits, axis=1, keepdims=True), 1)
+    slot = _move_slot(config, tree, visits, prior, completed, avoid, empty, explore, key)
+    greedy_slot = _move_slot(config, tree, visits, prior, completed, avoid, empty, jnp.zeros_like(explore), key)
+    # A proven win: the most visited winning move (the prior breaks ties); its target is certain.
+    win_slot = jnp.argmax(jnp.where(sure.won, visits + jax.nn.softmax(prior), -jnp.inf), axis=1)
+    slot = jnp.where(any_won, win_slot, slot)
+    greedy_slot = jnp.where(any_won, win_slot, greedy_slot)
+    won_target = sure.won / jnp.maximum(jnp.sum(sure.won, axis=1, keepdims=True), 1)
+    pruned = jnp.where(avoid, 0.0, target)
+    pruned = pruned / jnp.maximum(jnp.sum(pruned, axis=1, keepdims=True), 1e-9)
+    target = jnp.where(any_won[:, None], won_target, pruned)
+    all_certain = jnp.all(sure.certain | empty, axis=1) & ~jnp.all(empty, axis=1)
+    exact = jnp.max(jnp.where(sure.certain, sure.value, -jnp.inf), axis=1)
+    root_value = jnp.where(any_won, 1.0, jnp.where(all_certain, exact, tree.node_values[:, tree.ROOT_INDEX]))
+    terminal = jnp.all(empty, axis=1)
+    action = jnp.where(terminal, -1, root.slot_actions[rows, slot])
+    greedy = jnp.where(terminal, -1, root.slot_actions[rows, greedy_slot])
+    return SearchOutput(
+        action=action.astype(jnp.int32),
+        greedy_action=greedy.astype(jnp.int32),
+        slot_actions=root.slot_actions,
+        visit_counts=visits,
+        policy_target=jnp.where(empty, 0.0, target).astype(jnp.float32),
+        child_q=jnp.where(sure.certain, sure.value, jnp.where(visits > 0, q, 0.0)),
+        root_value=root_value,
+        prior_logits=prior,
+        root_certain=any_won | all_certain)
+
+
+def _move_slot(config, tree, visits, prior, completed, avoid, empty, explore, key) -> jax.Array:
+    """[B] the root slot to play: sampled from the visits while `explore` (PUCT), else the most visited;
+    Gumbel: the best of the most visited by prior + completed Q (+ the root's Gumbel noise while exploring)."""
     if config.policy == "puct":
         logits = jnp.where((visits > 0) & ~avoid,
                            jnp.log(jnp.maximum(visits, 1)) / config.temperature, -jnp.inf)
@@ -303,23 +338,4 @@ def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutp
         gumbel = jnp.where(explore[:, None], tree.extra_data.root_gumbel, 0.0)
         score = jnp.where(most & ~empty, gumbel + logits + completed, -jnp.inf)
         slot = jnp.argmax(score, axis=1)
-    # A proven win: the most visited winning move (the prior breaks ties); its target is certain.
-    win_slot = jnp.argmax(jnp.where(sure.won, visits + jax.nn.softmax(prior), -jnp.inf), axis=1)
-    slot = jnp.where(any_won, win_slot, slot)
-    won_target = sure.won / jnp.maximum(jnp.sum(sure.won, axis=1, keepdims=True), 1)
-    pruned = jnp.where(avoid, 0.0, target)
-    pruned = pruned / jnp.maximum(jnp.sum(pruned, axis=1, keepdims=True), 1e-9)
-    target = jnp.where(any_won[:, None], won_target, pruned)
-    all_certain = jnp.all(sure.certain | empty, axis=1) & ~jnp.all(empty, axis=1)
-    exact = jnp.max(jnp.where(sure.certain, sure.value, -jnp.inf), axis=1)
-    root_value = jnp.where(any_won, 1.0, jnp.where(all_certain, exact, tree.node_values[:, tree.ROOT_INDEX]))
-    action = jnp.where(jnp.all(empty, axis=1), -1, root.slot_actions[rows, slot])
-    return SearchOutput(
-        action=action.astype(jnp.int32),
-        slot_actions=root.slot_actions,
-        visit_counts=visits,
-        policy_target=jnp.where(empty, 0.0, target).astype(jnp.float32),
-        child_q=jnp.where(sure.certain, sure.value, jnp.where(visits > 0, q, 0.0)),
-        root_value=root_value,
-        prior_logits=prior,
-        root_certain=any_won | all_certain)
+    return slot

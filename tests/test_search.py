@@ -264,7 +264,7 @@ def test_temperature_samples_in_proportion_to_visits():
 def test_sampling_stops_at_temperature_plies_then_the_most_visited_move_is_played(temperature_plies):
     """One batch across the boundary: 256 games at ply 1 and 256 at ply 2 (each group one position,
     so one tree). A group below temperature_plies samples (several moves, in proportion to visits);
-    a group at or past it plays its most visited move in every game."""
+    a group at or past it plays its most visited move in every game; `greedy_action` is that move in both."""
     states = TTT.init(jax.random.split(jax.random.PRNGKey(0), 512))
     states = TTT.step(states, jnp.full(512, 4))  # ply 1: the centre taken
     at_ply_2 = TTT.step(states, jnp.zeros(512, jnp.int32))  # ply 2: and a corner
@@ -276,6 +276,7 @@ def test_sampling_stops_at_temperature_plies_then_the_most_visited_move_is_playe
     for group, ply in ((slice(0, 256), 1), (slice(256, 512), 2)):
         v, legal = visits[group][0], slots[group][0]
         assert (visits[group] == v).all() and (v > 0).sum() >= 2  # one tree, more than one move searched
+        assert (np.asarray(out.greedy_action)[group] == legal[np.argmax(v)]).all()  # greedy at every ply
         if ply < temperature_plies:
             freq = np.array([(actions[group] == a).mean() for a in legal[v > 0]])
             np.testing.assert_allclose(freq, v[v > 0] / v.sum(), atol=0.1)

@@ -117,15 +117,16 @@ def _sparring_actor(seed: int, *overrides: str):
 
 def test_sparring_games_play_stockfish_on_its_side_and_record_every_position(local_ray):
     """actors.sparring_fraction=1: every game has Stockfish on one side (at Skill Level 20 its move depends on
-    the position alone, so a second Stockfish replays it); the network's side plays its search's move, and
-    both sides' positions are searched and recorded."""
+    the position alone, so a second Stockfish replays it); the network's side plays its search's most
+    visited move although the temperature's plies are not over, and both sides' positions are searched and
+    recorded."""
     plies = 10
-    actor, _ = _sparring_actor(2, "actors.resign_enabled=false")
+    actor, _ = _sparring_actor(2, "actors.resign_enabled=false", "search.temperature_plies=30")
     searched = []
 
-    def recording(*args):  # keeps the search's own choice of every ply
+    def recording(*args):  # keeps the search's move without the temperature's sampling, every ply
         out = search(*args)
-        searched.append(np.asarray(out.action))
+        searched.append(np.asarray(out.greedy_action))
         return out
     search, actor.search = actor.search, recording
     actor.play(plies)
@@ -174,3 +175,14 @@ def test_stockfish_side_never_resigns(local_ray):
 def test_sparring_needs_chess():
     with pytest.raises(ValueError, match="sparring_fraction has Stockfish play chess"):
         load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", ["actors.sparring_fraction=0.5"])
+
+
+def test_the_network_score_of_a_sparring_game_reads_its_colour():
+    """pgx player ids are per game: the first recorded position's player is white."""
+    from actors.sparring import SparringGame
+    white_is_1 = np.array([1, 0, 1], np.int8)
+    black_won = np.array([1.0, -1.0], np.float32)  # player 0 (black here) won
+    assert SparringGame(partner_white=True, free_plies=0).network_score(black_won, white_is_1) == 1.0
+    assert SparringGame(partner_white=False, free_plies=0).network_score(black_won, white_is_1) == 0.0
+    assert SparringGame(partner_white=False, free_plies=0).network_score(np.zeros(2), white_is_1) == 0.5
+    assert SparringGame(partner_white=False, free_plies=0).network_score(black_won, np.zeros(0, np.int8)) == 0.0
