@@ -46,8 +46,9 @@ class ActorConfig:
     adjudicate_margin: float = 3.0  # pawns (1 / 3 / 3 / 5 / 9): 3 is a minor piece
     # Chess: this share of the games has Stockfish (actors/sparring.py) play one side, its colour drawn per
     # game, so the network also learns on the positions another opponent reaches. Every position is still
-    # searched and recorded (on Stockfish's moves too: its policy target is the network's search); only the
-    # move played differs, and Stockfish's side never resigns. 0: self-play alone
+    # searched and recorded (on Stockfish's moves too: its policy target is the network's search); the
+    # network's side plays its search's most visited move (no temperature), and no side resigns: the game is
+    # played out as in a match, and its score is the progress line's "vs Stockfish". 0: self-play alone
     sparring_fraction: float = 0.0
     sparring_skill: int = 0  # the partner's Stockfish Skill Level (0-20; 0 is match.py's weakest anchor)
     sparring_depth: int = 1  # the partner's search depth a move

@@ -265,9 +265,8 @@ class SelfPlayActor:
         allowed = self.cfg.resign_enabled and version >= self.cfg.resign_after_version
         scores = resign_scores(slots, visits, q, v) if allowed else np.full(B, np.inf)
         scores = np.where(plies >= self.cfg.resign_min_plies, scores, np.inf)
-        if self.partner is not None:  # Stockfish's side plays on; its board already holds this ply's move
-            scores = np.where([bool(log.sparring and log.sparring.partner_moved_last()) for log in self.logs],
-                              np.inf, scores)
+        if self.partner is not None:  # sparring games are played out, as in a match: their score is a verdict
+            scores = np.where([log.sparring is not None for log in self.logs], np.inf, scores)
         resign = np.full(B, -1)
         for b, log in enumerate(self.logs):
             if log.resign_disabled:
@@ -305,7 +304,7 @@ class SelfPlayActor:
         if resigner >= 0:
             rewards = np.where(np.arange(2) == resigner, -1.0, 1.0).astype(np.float32)
             termination = "resign"
-        if log.resign_disabled:  # played to its end: who would have resigned at each threshold, and lost?
+        if log.resign_disabled and not log.sparring:  # played to its end: who would have resigned, and lost?
             self.resign.add(np.asarray(log.resign_scores), np.asarray(log.to_play), np.asarray(rewards))
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
         return GameRecord(

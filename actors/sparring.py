@@ -53,10 +53,6 @@ class SparringGame:
     def partner_moves_next(self) -> bool:
         return self.board.ply() >= self.free_plies and self.board.turn == self.partner_white
 
-    def partner_moved_last(self) -> bool:
-        """Whether the last ply pushed was Stockfish's colour's (its side never resigns)."""
-        return self.board.turn != self.partner_white
-
     def take(self, action: int, greedy: int, partner: SparringPartner) -> int:
         """This ply's pgx action, which the board then plays: inside the opening `action` (its book or random
         move); past it Stockfish's move on its side, the search's `greedy` move on the network's."""
@@ -72,10 +68,7 @@ class SparringGame:
 
     def network_score(self, rewards: np.ndarray, to_play: np.ndarray) -> float:
         """The network's score in the finished game, 1 won, 0.5 drawn, 0 lost; `rewards` [2] per pgx player,
-        `to_play` [plies] the recorded positions' pgx players (none: the network, as white, resigned at
-        once, since Stockfish never resigns)."""
-        if len(to_play) == 0:
-            return 0.0
+        `to_play` [plies >= 1] the recorded positions' pgx players."""
         white = int(to_play[0])  # every game starts from the initial position: white moves first
         network = 1 - white if self.partner_white else white
         return float(rewards[network] + 1) / 2
