@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -32,10 +33,12 @@ import search as search_lib
 from actors.config import ActorConfig
 from actors.messages import PlayReport
 from actors.resignation import ThresholdTuner, resign_scores
-from actors.sparring import SparringGame, SparringPartner
 from games import material, packing
 from replay import GameRecord, encode
 from runtime import pin_threads
+
+if TYPE_CHECKING:
+    from actors.sparring import SparringGame
 
 
 @dataclasses.dataclass
@@ -93,8 +96,10 @@ class SelfPlayActor:
         self.replay = replay
         self.store = param_store
         self.partner = None  # actors.sparring_fraction: one Stockfish for this actor's sparring games
-        if actor_cfg.sparring_fraction > 0:
+        if actor_cfg.sparring_fraction > 0:  # on use: python-chess's tables, which other games never load
+            from actors.sparring import SparringGame, SparringPartner
             self.partner = SparringPartner(actor_cfg.sparring_skill, actor_cfg.sparring_depth)
+            self._sparring_game = SparringGame
         self.started = f"{time.time_ns() // 1_000_000:x}"  # start time (ms, hex): game ids stay unique across resumes and restarts
         # Ray restarts a dead actor with the same arguments: new seeds, or it would replay its first life's games
         self.rng = np.random.default_rng([seed, actor_id] + ([int(self.started, 16)] if _restarted() else []))
@@ -134,7 +139,7 @@ class SelfPlayActor:
                 line = line[:int(self.rng.integers(max(len(line), 1)))]
             log.opening = line
         if self.partner is not None and self.rng.random() < self.cfg.sparring_fraction:
-            log.sparring = SparringGame(bool(self.rng.random() < 0.5), len(log.opening) + self.cfg.random_opening_plies)
+            log.sparring = self._sparring_game(bool(self.rng.random() < 0.5), len(log.opening) + self.cfg.random_opening_plies)
         return log
 
     def _advance_fn(self, states, action):
