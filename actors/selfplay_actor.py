@@ -37,7 +37,7 @@ from games import material, packing
 from replay import GameRecord, encode
 from runtime import pin_threads
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the module loads with a sparring partner
     from actors.sparring import SparringGame
 
 
@@ -97,9 +97,8 @@ class SelfPlayActor:
         self.store = param_store
         self.partner = None  # actors.sparring_fraction: one Stockfish for this actor's sparring games
         if actor_cfg.sparring_fraction > 0:  # on use: python-chess's tables, which other games never load
-            from actors.sparring import SparringGame, SparringPartner
+            from actors.sparring import SparringPartner
             self.partner = SparringPartner(actor_cfg.sparring_skill, actor_cfg.sparring_depth)
-            self._sparring_game = SparringGame
         self.started = f"{time.time_ns() // 1_000_000:x}"  # start time (ms, hex): game ids stay unique across resumes and restarts
         # Ray restarts a dead actor with the same arguments: new seeds, or it would replay its first life's games
         self.rng = np.random.default_rng([seed, actor_id] + ([int(self.started, 16)] if _restarted() else []))
@@ -139,7 +138,8 @@ class SelfPlayActor:
                 line = line[:int(self.rng.integers(max(len(line), 1)))]
             log.opening = line
         if self.partner is not None and self.rng.random() < self.cfg.sparring_fraction:
-            log.sparring = self._sparring_game(bool(self.rng.random() < 0.5), len(log.opening) + self.cfg.random_opening_plies)
+            from actors.sparring import SparringGame  # loaded with the partner above
+            log.sparring = SparringGame(bool(self.rng.random() < 0.5), len(log.opening) + self.cfg.random_opening_plies)
         return log
 
     def _advance_fn(self, states, action):

@@ -50,18 +50,15 @@ class SparringGame:
     free_plies: int  # the game's opening plies (book line, random plies): the opening plays them, not Stockfish
     board: chess.Board = dataclasses.field(default_factory=chess.Board)
 
-    def partner_moves_next(self) -> bool:
-        return self.board.ply() >= self.free_plies and self.board.turn == self.partner_white
-
     def take(self, action: int, greedy: int, partner: SparringPartner) -> int:
         """This ply's pgx action, which the board then plays: inside the opening `action` (its book or random
         move); past it Stockfish's move on its side, the search's `greedy` move on the network's."""
-        if self.partner_moves_next():
+        past_opening = self.board.ply() >= self.free_plies
+        if past_opening and self.board.turn == self.partner_white:
             move = partner.move(self.board)
             action = chess_bridge.move_to_pgx_action(move, self.board.turn)
         else:
-            if self.board.ply() >= self.free_plies:
-                action = greedy
+            action = greedy if past_opening else action
             move = chess_bridge.pgx_action_to_move(action, self.board)
         self.board.push(move)
         return int(action)

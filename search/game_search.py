@@ -292,8 +292,7 @@ def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutp
     else:
         completed = None  # PUCT's visit target: its move choice reads visits alone
         target = visits / jnp.maximum(jnp.sum(visits, axis=1, keepdims=True), 1)
-    slot = _move_slot(config, tree, visits, prior, completed, avoid, empty, explore, key)
-    greedy_slot = _move_slot(config, tree, visits, prior, completed, avoid, empty, jnp.zeros_like(explore), key)
+    slot, greedy_slot = _move_slots(config, tree, visits, completed, avoid, empty, explore, key)
     # A proven win: the most visited winning move (the prior breaks ties); its target is certain.
     win_slot = jnp.argmax(jnp.where(sure.won, visits + jax.nn.softmax(prior), -jnp.inf), axis=1)
     slot = jnp.where(any_won, win_slot, slot)
@@ -320,22 +319,22 @@ def _summarise(game, config, tree, root: Node, prior, states, key) -> SearchOutp
         root_certain=any_won | all_certain)
 
 
-def _move_slot(config, tree, visits, prior, completed, avoid, empty, explore, key) -> jax.Array:
-    """[B] the root slot to play: sampled from the visits while `explore` (PUCT), else the most visited;
-    Gumbel: the best of the most visited by prior + completed Q (+ the root's Gumbel noise while exploring)."""
+def _move_slots(config, tree, visits, completed, avoid, empty, explore, key) -> tuple[jax.Array, jax.Array]:
+    """[B] the root slot to play and [B] the one past the temperature's plies. PUCT: sampled from the
+    visits while `explore`, else the most visited; Gumbel: the best of the most visited by prior +
+    completed Q, plus the root's Gumbel noise while exploring."""
     if config.policy == "puct":
         logits = jnp.where((visits > 0) & ~avoid,
                            jnp.log(jnp.maximum(visits, 1)) / config.temperature, -jnp.inf)
-        sampled = jax.random.categorical(key, logits)
-        slot = jnp.where(explore, sampled, jnp.argmax(jnp.where(avoid, -1, visits), axis=1))
-    else:
-        logits = tree.children_prior_logits[:, tree.ROOT_INDEX]
-        searched = visits  # this search's visits: a reused root's earlier ones are not its halving's
-        if isinstance(tree.extra_data, ReusedGumbel):
-            searched = visits - tree.extra_data.root_start_visits
-        open_visits = jnp.where(avoid | empty, -1, searched)
-        most = open_visits == jnp.max(open_visits, axis=1, keepdims=True)
-        gumbel = jnp.where(explore[:, None], tree.extra_data.root_gumbel, 0.0)
-        score = jnp.where(most & ~empty, gumbel + logits + completed, -jnp.inf)
-        slot = jnp.argmax(score, axis=1)
-    return slot
+        greedy = jnp.argmax(jnp.where(avoid, -1, visits), axis=1)
+        return jnp.where(explore, jax.random.categorical(key, logits), greedy), greedy
+    logits = tree.children_prior_logits[:, tree.ROOT_INDEX]
+    searched = visits  # this search's visits: a reused root's earlier ones are not its halving's
+    if isinstance(tree.extra_data, ReusedGumbel):
+        searched = visits - tree.extra_data.root_start_visits
+    open_visits = jnp.where(avoid | empty, -1, searched)
+    most = open_visits == jnp.max(open_visits, axis=1, keepdims=True)
+    score = jnp.where(most & ~empty, logits + completed, -jnp.inf)
+    greedy = jnp.argmax(score, axis=1)
+    noisy = jnp.argmax(score + jnp.where(explore[:, None], tree.extra_data.root_gumbel, 0.0), axis=1)
+    return noisy, greedy
