@@ -224,8 +224,8 @@ class SelfPlayActor:
             for b in np.flatnonzero(ended):
                 ending = "adjudicated" if adjudicated[b] else "cap" if capped[b] else "rules"
                 record = self._close_game(b, rewards[b], ending, int(resign[b]), version)
-                if self.logs[b].sparring:
-                    partner_scores.append(self.logs[b].sparring.network_score(record.rewards, record.to_play))
+                if record.partner_player >= 0:
+                    partner_scores.append(record.partner_score())
                 frames.append(encode(record))
                 finished.append(record)
                 self.logs[b] = self._new_log(keys[b])
@@ -312,6 +312,9 @@ class SelfPlayActor:
         if log.resign_disabled and not log.sparring:  # played to its end: who would have resigned, and lost?
             self.resign.add(np.asarray(log.resign_scores), np.asarray(log.to_play), np.asarray(rewards))
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+        partner, partner_player = "", -1
+        if log.sparring:
+            partner, partner_player = self.partner.name, log.sparring.partner_player(int(log.to_play[0]))
         return GameRecord(
             game=self.game.name, game_id=f"{self.started}-a{self.actor_id}-g{log.serial}",
             init_key=log.init_key, actions=np.asarray(log.actions, np.int32), observations=log.obs,
@@ -323,4 +326,5 @@ class SelfPlayActor:
             rewards=np.asarray(rewards, np.float32), termination=termination,
             resign_disabled=log.resign_disabled, resign_would_have=log.would_resign,
             param_versions=np.asarray([log.first_version, version], np.int64), created=time.time(),
+            partner=partner, partner_player=partner_player,
         )

@@ -19,7 +19,6 @@ import dataclasses
 
 import chess
 import chess.engine
-import numpy as np
 
 from games import chess_bridge
 from runtime import find_stockfish, open_uci
@@ -32,6 +31,7 @@ class SparringPartner:
         self.engine = open_uci([find_stockfish(path)])
         self.engine.configure({"Skill Level": skill, "Threads": 1, "Hash": 16})
         self.limit = chess.engine.Limit(depth=depth)
+        self.name = f"Stockfish skill {skill} depth {depth}"  # as game records and PGN name it
 
     def move(self, board: chess.Board) -> chess.Move:
         """Stockfish's move in `board` (a position with a legal move)."""
@@ -63,9 +63,7 @@ class SparringGame:
         self.board.push(move)
         return int(action)
 
-    def network_score(self, rewards: np.ndarray, to_play: np.ndarray) -> float:
-        """The network's score in the finished game, 1 won, 0.5 drawn, 0 lost; `rewards` [2] per pgx player,
-        `to_play` [plies >= 1] the recorded positions' pgx players."""
-        white = int(to_play[0])  # every game starts from the initial position: white moves first
-        network = 1 - white if self.partner_white else white
-        return float(rewards[network] + 1) / 2
+    def partner_player(self, white: int) -> int:
+        """The pgx player id Stockfish plays, given white's (the first recorded position's player: every
+        game starts from the initial position)."""
+        return white if self.partner_white else 1 - white

@@ -12,15 +12,17 @@ A record holds, per position t (T = plies played):
   root_value    [T] the search's root value, from the side to move
   actions       [T] the pgx action played
 and per game: the outcome (`rewards` [2] per pgx player id), plies, how it ended, the parameter
-versions that played it, the resignation bookkeeping, and the init key (with `actions` it rebuilds
-every pgx state exactly, e.g. for FEN + move history in the corpus or PGN).
+versions that played it, the resignation bookkeeping, the sparring partner that played one side (if
+any), and the init key (with `actions` it rebuilds every pgx state exactly, e.g. for FEN + move history
+in the corpus or PGN).
 
 On disk a record is one msgpack frame `["zcgr", SCHEMA_VERSION, crc32(body), body]` (replay/shards.py,
 the frame of every record the project writes), `body` the msgpack map of the fields with arrays as
 little-endian bytes, so corruption is detected per record.
 Schema versions: 1 named the legal-move count `legal`; 2 names it `num_legal`; 3 added `full_search`
 (playout cap randomization's fast plies, since retired); 4 adds `obs_encoding` (older records:
-"zlib"); 5 drops `full_search` (read from 3 and 4, and ignored). All are read.
+"zlib"); 5 drops `full_search` (read from 3 and 4, and ignored); 6 adds `partner` and `partner_player`
+(older records: self-play, no partner). All are read.
 """
 from __future__ import annotations
 
@@ -35,10 +37,11 @@ from games import packing
 from replay.shards import RecordError, SchemaError, frame_payload, pack_frame  # noqa: F401 (errors re-exported)
 
 MAGIC = "zcgr"
-SCHEMA_VERSION = 5
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+SCHEMA_VERSION = 6
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 ObsEncoding = Literal["packed", "zlib"]
 _RENAMED = {1: {"legal": "num_legal"}}  # per older schema version: its field name -> the current one
+_ADDED = {"obs_encoding": 4, "partner": 6, "partner_player": 6}  # field -> first schema with it (older: default)
 
 
 # Array fields and their on-disk dtypes (little-endian).
@@ -73,6 +76,8 @@ class GameRecord:
     param_versions: np.ndarray  # [2] first and last parameter version that played this game
     created: float  # unix time the game finished
     obs_encoding: ObsEncoding = "zlib"  # "packed": games/packing.py's bytes; "zlib": compressed raw bytes
+    partner: str = ""  # the engine that played one side (actors.sparring_fraction), e.g. "Stockfish skill 0 depth 1"
+    partner_player: int = -1  # the pgx player id it played; -1: self-play, the network played both sides
 
     @property
     def plies(self) -> int:
@@ -126,6 +131,12 @@ class GameRecord:
         """[T + 1] start of each position's moves in the concatenated per-move arrays."""
         return np.concatenate([[0], np.cumsum(self.num_legal, dtype=np.int64)])
 
+    def partner_score(self) -> float:
+        """A sparring game's score for the network: 1 won, 0.5 drawn, 0 lost (ValueError in self-play)."""
+        if self.partner_player < 0:
+            raise ValueError(f"game {self.game_id}: self-play, no partner")
+        return float(self.rewards[1 - self.partner_player] + 1) / 2
+
     def resign_false_positive(self) -> bool:
         """A never-resign game where the player who would have resigned did not lose."""
         if self.resign_would_have < 0:
@@ -160,8 +171,8 @@ def decode_frame(frame: Any, where: str = "record") -> GameRecord:
             body[new] = body.pop(old)
         kwargs = {}
         for f in dataclasses.fields(GameRecord):
-            if f.name == "obs_encoding" and version < 4:
-                continue  # older records: zlib observations (the default)
+            if version < _ADDED.get(f.name, 0):
+                continue  # older records: the field's default (zlib observations, no partner)
             value = body[f.name]
             if f.name in _ARRAYS:
                 value = np.frombuffer(value, dtype=_ARRAYS[f.name]).copy()

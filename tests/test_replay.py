@@ -62,6 +62,16 @@ def test_schema_v1_record_still_decodes():
     assert back.game_id == "old" and back.plies == 4
 
 
+def test_a_schema_5_record_reads_as_self_play():
+    """Schema 6 added the sparring partner; a v5 frame (built here by hand) has none."""
+    rec = make_record("v5", 3, seed=4)
+    body = msgpack.unpackb(msgpack.unpackb(encode(rec), raw=False)[3], raw=False)
+    del body["partner"], body["partner_player"]
+    payload = msgpack.packb(body, use_bin_type=True)
+    back = decode(msgpack.packb(["zcgr", 5, zlib.crc32(payload), payload], use_bin_type=True))
+    assert back.partner == "" and back.partner_player == -1 and back.plies == 3
+
+
 @pytest.mark.parametrize("version", [3, 4])
 def test_older_records_with_full_search_decode_and_ignore_it(version):
     """Schemas 3 and 4 carried `full_search` per ply (playout cap randomization, since retired): such a

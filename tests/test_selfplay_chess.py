@@ -4,6 +4,7 @@ positions, resignation ends a game where it is forced on (the side to move loses
 games only note it), and a finished game reaches games.pgn and reads back with python-chess."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import chess
@@ -13,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from local_actor import local_actor
+from replay_records import make_record
 
 import games
 from actors.resignation import ThresholdTuner, classify
@@ -175,11 +177,47 @@ def test_sparring_needs_chess():
         load(SelfPlayConfig, ROOT / "configs/tic_tac_toe.yaml", ["actors.sparring_fraction=0.5"])
 
 
-def test_the_network_score_of_a_sparring_game_reads_its_colour():
-    """pgx player ids are per game: the first recorded position's player is white."""
-    from actors.sparring import SparringGame
-    white_is_1 = np.array([1, 0, 1], np.int8)
-    black_won = np.array([1.0, -1.0], np.float32)  # player 0 (black here) won
-    assert SparringGame(partner_white=True, free_plies=0).network_score(black_won, white_is_1) == 1.0
-    assert SparringGame(partner_white=False, free_plies=0).network_score(black_won, white_is_1) == 0.0
-    assert SparringGame(partner_white=False, free_plies=0).network_score(np.zeros(2), white_is_1) == 0.5
+def test_a_finished_sparring_game_names_its_partner_in_the_record_and_the_pgn(local_ray, tmp_path):
+    """A sparring game's record (through the replay's bytes) names Stockfish and the pgx player it played
+    (the colour a second Stockfish's moves show); games.pgn names it on that colour; its score for the
+    network follows python-chess's material count at the adjudication ply."""
+    plies = 6
+    actor, records = _sparring_actor(2, "actors.resign_enabled=false", f"actors.adjudicate_plies={plies}",
+                                     "actors.adjudicate_margin=1")
+    actor.play(plies)
+    actor.partner.close()
+    assert len(records) == 6
+    referee = SparringPartner(skill=20, depth=2)
+    try:
+        for record in records:
+            assert record.partner == "Stockfish skill 20 depth 2"
+            partner_white = record.partner_player == int(record.to_play[0])
+            board = chess.Board()
+            for action in record.actions:
+                move = chess_bridge.pgx_action_to_move(int(action), board)
+                if board.turn == partner_white:
+                    assert move == referee.move(board)
+                board.push(move)
+            lead = sum(VALUE[p.piece_type] * (1 if p.color == partner_white else -1)
+                       for p in board.piece_map().values())  # Stockfish's material lead
+            assert record.partner_score() == (0.0 if lead >= 1 else 1.0 if lead <= -1 else 0.5)
+            append_sample_game(tmp_path, encode(record))
+    finally:
+        referee.close()
+    with open(tmp_path / "games.pgn") as f:
+        read = [chess.pgn.read_game(f) for _ in records]
+    for record, pgn in zip(records, read):
+        partner_white = record.partner_player == int(record.to_play[0])
+        partner, network = ("White", "Black") if partner_white else ("Black", "White")
+        assert pgn.headers[partner] == "Stockfish skill 20 depth 2" and pgn.headers[network] == "zerochess v0"
+
+
+def test_the_partner_score_reads_the_partners_player_id():
+    """pgx player ids are per game: the score is the other player's reward, whatever colour it had."""
+    record = make_record("spar", 3)  # player 0 won
+    assert replace(record, partner="Stockfish", partner_player=1).partner_score() == 1.0
+    assert replace(record, partner="Stockfish", partner_player=0).partner_score() == 0.0
+    drawn = replace(record, rewards=np.zeros(2, np.float32), partner="Stockfish", partner_player=0)
+    assert drawn.partner_score() == 0.5
+    with pytest.raises(ValueError, match="self-play, no partner"):
+        record.partner_score()
