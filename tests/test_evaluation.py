@@ -166,7 +166,9 @@ def _ratings(run_dir: Path) -> list[dict]:
 @pytest.mark.slow
 def test_tic_tac_toe_run_rates_its_networks_and_resumes_the_curve(tmp_path):
     run_dir = tmp_path / "ttt_eval"
-    _run(tmp_path, "learner.max_steps=600")
+    first_run = _run(tmp_path, "learner.max_steps=600")
+    # step 600's evaluation is asked for as the run stops: it waits for it, and says so
+    assert "evaluating before the run ends (the network of step 600 is saved; Ctrl-C skips this)" in first_run.stderr
     rows = _ratings(run_dir)
     steps = [int(r["step"]) for r in rows]
     assert len(rows) >= 2 and steps[0] == 0 and steps[-1] == 600, steps

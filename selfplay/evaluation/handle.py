@@ -82,6 +82,10 @@ class EvaluatorHandle:
     def finish(self, final: EvalRequest) -> list[EvalReport]:
         """At the stop: the evaluation in flight, then the final network's if `at_end` and new."""
         reports = []
+        final_due = self.cfg.at_end and (self.latest is None or self.latest.step < final.step)
+        if self._in_flight is not None or final_due:  # minutes on a CPU: say why the run waits
+            print(f"evaluating before the run ends (the network of step {final.step} is saved; Ctrl-C skips this)",
+                  file=sys.stderr, flush=True)
         if self._in_flight is not None:
             report = self.poll(timeout=None)
             reports += [report] if report else []
