@@ -82,18 +82,20 @@ class EvaluatorHandle:
     def finish(self, final: EvalRequest) -> list[EvalReport]:
         """At the stop: the evaluation in flight, then the final network's if `at_end` and new."""
         reports = []
-        final_due = self.cfg.at_end and (self.latest is None or self.latest.step < final.step)
-        if self._in_flight is not None or final_due:  # minutes on a CPU: say why the run waits
+        if self._in_flight is not None or self._final_due(final):  # minutes on a CPU: say why the run waits
             print(f"evaluating before the run ends (the network of step {final.step} is saved; Ctrl-C skips this)",
                   file=sys.stderr, flush=True)
         if self._in_flight is not None:
             report = self.poll(timeout=None)
             reports += [report] if report else []
-        if self.cfg.at_end and (self.latest is None or self.latest.step < final.step):
+        if self._final_due(final):  # asked again: the one in flight may have been the final step's
             self.request(final)
             report = self.poll(timeout=None)
             reports += [report] if report else []
         return reports
+
+    def _final_due(self, final: EvalRequest) -> bool:
+        return self.cfg.at_end and (self.latest is None or self.latest.step < final.step)
 
     def abandon(self) -> None:
         """At a stop by a signal: the evaluation in flight is dropped, not waited for (a run must end
