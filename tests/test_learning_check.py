@@ -101,3 +101,31 @@ def test_the_picture_draws_mate_shares_at_the_ends_of_their_intervals(tmp_path):
     fit = fit_ratings([GameResult("step-0", "random", 1.0), GameResult("random", "step-300", 0.5)], anchor="random")
     plot_progress(tmp_path / "progress.png", reports, fit, "ends")
     assert (tmp_path / "progress.png").stat().st_size > 0
+
+
+def test_a_lone_evaluation_gets_a_readable_axis(tmp_path):
+    """One evaluation (a run stopped before its second) drew its points on matplotlib's sliver around a lone
+    x (minutes 0.0033-0.0036); the axis now spans [0, 1] past the points (two 1% apart count as one x), an
+    axis without a point says "none yet", and points spread out keep their own axis."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from arena import GameResult, fit_ratings
+    from selfplay.evaluation.plot import plot_progress, widen_lone_x
+    fig, (lone, shifted, empty, pair) = plt.subplots(1, 4)
+    lone.errorbar([0.0035], [12.0], yerr=[[5.0], [5.0]], marker="o")
+    lone.axhline(0.0)
+    shifted.plot([0.0, 0.01], [1.0, 2.0], "o")
+    empty.plot([0.5], [float("nan")])
+    pair.plot([0.0, 300.0], [1.0, 2.0])
+    before = pair.get_xlim()
+    for ax in (lone, shifted, empty, pair):
+        widen_lone_x(ax)
+    assert lone.get_xlim() == (-0.05, 1.0) and shifted.get_xlim() == (-0.05, 1.0)
+    assert empty.get_xlim() == (0.0, 1.0) and [t.get_text() for t in empty.texts] == ["none yet"]
+    assert pair.get_xlim() == before and not pair.texts
+    plt.close(fig)
+    fit = fit_ratings([GameResult("step-0", "random", 1.0)], anchor="random")
+    plot_progress(tmp_path / "progress.png", [report(0, mates=0.0, puzzles=100)], fit, "one evaluation")
+    assert (tmp_path / "progress.png").stat().st_size > 0

@@ -91,12 +91,29 @@ def plot_progress(path: Path, reports: list[EvalReport], fit, title: str) -> Non
         for ax, field, label in ((axes[0, -1], "mates_policy", "raw policy: mateIn1 puzzles"),
                                  (axes[1, -1], "mates_search", "search: mateIn1 + mateIn2 puzzles")):
             _plot_mates(ax, [r for r in reports if getattr(r, field) is not None], field, label)
+    for ax in axes.flat:
+        widen_lone_x(ax)
     fig.suptitle(f"{title}: strength by evaluation")
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=90)
     plt.close(fig)
     tmp.replace(path)
+
+
+def widen_lone_x(ax) -> None:
+    """An axis whose points sit at one x (a run with one evaluation; the raw policy's shifted 1% beside the
+    search's) spans [0, 1] or [0, 2x], and one with no point says so: matplotlib's own margins there
+    are slivers (minutes 0.0033-0.0036) whose tick labels read as data."""
+    x0, x1 = ax.dataLim.x0, ax.dataLim.x1
+    if not (np.isfinite(x0) and np.isfinite(x1)):
+        ax.set_xlim(0.0, 1.0)
+        ax.text(0.5, 0.5, "none yet", transform=ax.transAxes, ha="center", va="center", color="grey")
+        return
+    if x1 - x0 > 0.02 * max(abs(x0), abs(x1), 1.0):
+        return
+    right = max(2 * abs(x1), 1.0)
+    ax.set_xlim(min(x0, 0.0) - 0.05 * right, right)
 
 
 def _plot_probe(agree_ax, value_ax, reports: list[EvalReport]) -> None:
