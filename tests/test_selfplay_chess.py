@@ -28,19 +28,22 @@ from selfplay.sample_games import append_sample_game
 ROOT = Path(__file__).resolve().parents[1]
 VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 RESIGN_AT = 6  # resign_min_plies: with a threshold of 1 every position is hopeless from here
+GAMES = 8  # games per actor
+# One actor shape for every test here (network, simulations, games per actor): its search compiles once and
+# the persistent JAX cache serves the other tests, on either xdist worker.
+TINY = ["network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
+        "search.num_simulations=4", "search.max_num_considered_actions=4", f"actors.games_per_actor={GAMES}"]
 
 
 def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tmp_path):
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [
-        "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
-        "search.num_simulations=4", "search.max_num_considered_actions=4", "actors.games_per_actor=4",
-        "actors.resign_threshold=1.0", f"actors.resign_min_plies={RESIGN_AT}", "actors.resign_after_version=0",
-        "actors.resign_disabled_fraction=0.5"])
+        *TINY, "actors.resign_threshold=1.0", f"actors.resign_min_plies={RESIGN_AT}",
+        "actors.resign_after_version=0", "actors.resign_disabled_fraction=0.5"])
     actor, records = local_actor(cfg, seed=3)
     report = actor.play(RESIGN_AT + 2)
-    disabled = [log for log in actor.logs if log.serial <= 4 and log.resign_disabled]
-    assert records and disabled, "seed 3 gives both kinds of game"  # 4 games, each never-resign with p=0.5
-    assert len(records) + len(disabled) == 4  # every game that may resign did, at its first chance
+    disabled = [log for log in actor.logs if log.serial <= GAMES and log.resign_disabled]
+    assert records and disabled, "seed 3 gives both kinds of game"  # each game never-resign with p=0.5
+    assert len(records) + len(disabled) == GAMES  # every game that may resign did, at its first chance
 
     game = games.make("chess")
     step, observe = jax.jit(game.step), jax.jit(game.observe)
@@ -88,15 +91,13 @@ def test_a_long_game_is_adjudicated_by_material(local_ray):
     else drawn; python-chess counts the material of the replayed game."""
     plies = 3
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [
-        "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
-        "search.num_simulations=4", "search.max_num_considered_actions=4", "actors.games_per_actor=8",
-        "actors.resign_enabled=false", f"actors.adjudicate_plies={plies}", "actors.adjudicate_margin=1"])
+        *TINY, "actors.resign_enabled=false", f"actors.adjudicate_plies={plies}", "actors.adjudicate_margin=1"])
     white = [True, False, True]
     lines = (chess_bridge.ucis_to_pgx_actions(["e2e4", "d7d5", "e4d5"], white),  # white a pawn up
              chess_bridge.ucis_to_pgx_actions(["e2e4", "e7e5", "g1f3"], white))  # level
     actor, records = local_actor(cfg, seed=5, opening_lines=lines)
     actor.play(plies)
-    assert len(records) == 8 and all(r.termination == "adjudicated" and r.plies == plies for r in records)
+    assert len(records) == GAMES and all(r.termination == "adjudicated" and r.plies == plies for r in records)
     seen = set()
     for record in records:
         board = chess_bridge.actions_to_board(record.actions)
@@ -111,9 +112,7 @@ def test_a_long_game_is_adjudicated_by_material(local_ray):
 
 def _sparring_actor(seed: int, *overrides: str):
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [
-        "network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resnet.value_hidden=8",
-        "search.num_simulations=4", "search.max_num_considered_actions=4", "actors.games_per_actor=6",
-        "actors.sparring_fraction=1.0", "actors.sparring_skill=20", "actors.sparring_depth=2", *overrides])
+        *TINY, "actors.sparring_fraction=1.0", "actors.sparring_skill=20", "actors.sparring_depth=2", *overrides])
     return local_actor(cfg, seed=seed)
 
 
@@ -186,7 +185,7 @@ def test_a_finished_sparring_game_names_its_partner_in_the_record_and_the_pgn(lo
                                      "actors.adjudicate_margin=1")
     actor.play(plies)
     actor.partner.close()
-    assert len(records) == 6
+    assert len(records) == GAMES
     referee = SparringPartner(skill=20, depth=2)
     try:
         for record in records:
