@@ -122,7 +122,7 @@ def test_sparring_games_play_stockfish_on_its_side_and_record_every_position(loc
     visited move although the temperature's plies are not over, and both sides' positions are searched and
     recorded."""
     plies = 10
-    actor, _ = _sparring_actor(2, "actors.resign_enabled=false", "search.temperature_plies=30")
+    actor, _ = _sparring_actor(0, "actors.resign_enabled=false", "search.temperature_plies=30")
     searched = []
 
     def recording(*args):  # keeps the search's move without the temperature's sampling, every ply
@@ -132,7 +132,7 @@ def test_sparring_games_play_stockfish_on_its_side_and_record_every_position(loc
     search, actor.search = actor.search, recording
     actor.play(plies)
     colours = [log.sparring.partner_white for log in actor.logs]
-    assert True in colours and False in colours, "seed 2 gives Stockfish both colours"
+    assert True in colours and False in colours, "seed 0 gives Stockfish both colours"
     referee = SparringPartner(skill=20, depth=2)
     try:
         for b, log in enumerate(actor.logs):
@@ -179,7 +179,7 @@ def test_sparring_needs_chess():
 def test_a_finished_sparring_game_names_its_partner_in_the_record_and_the_pgn(local_ray, tmp_path):
     """A sparring game's record (through the replay's bytes) names Stockfish and the pgx player it played
     (the colour a second Stockfish's moves show); games.pgn names it on that colour; its score for the
-    network follows python-chess's material count at the adjudication ply."""
+    network follows python-chess's material count at the adjudication ply, or the mate that ended it earlier."""
     plies = 6
     actor, records = _sparring_actor(2, "actors.resign_enabled=false", f"actors.adjudicate_plies={plies}",
                                      "actors.adjudicate_margin=1")
@@ -199,7 +199,12 @@ def test_a_finished_sparring_game_names_its_partner_in_the_record_and_the_pgn(lo
                 board.push(move)
             lead = sum(VALUE[p.piece_type] * (1 if p.color == partner_white else -1)
                        for p in board.piece_map().values())  # Stockfish's material lead
-            assert record.partner_score() == (0.0 if lead >= 1 else 1.0 if lead <= -1 else 0.5)
+            if board.is_checkmate():  # mated before the adjudication ply: the rules' result
+                assert record.termination == "rules"
+                assert record.partner_score() == (1.0 if board.turn == partner_white else 0.0)
+            else:
+                assert record.termination == "adjudicated" and record.plies == plies
+                assert record.partner_score() == (0.0 if lead >= 1 else 1.0 if lead <= -1 else 0.5)
             append_sample_game(tmp_path, encode(record))
     finally:
         referee.close()
