@@ -4,12 +4,6 @@ import os
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# The suite compiles far more than it runs: XLA's CPU backend at LLVM's -O1 compiles a chess search
-# markedly faster and runs tiny networks no slower (docs/experiments/2026-11-27-suite-time.md). Set
-# before any backend starts; subprocesses, Ray workers and their cache keys inherit it.
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=1"
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
 # Every compile goes to the persistent cache (runtime/jax_cache.py), the many small ones of eager
 # (un-jitted) ops too: on a warm cache they load instead of compiling.
 from runtime.jax_cache import enable_compilation_cache  # noqa: E402
@@ -54,7 +48,7 @@ def two_device_checks(tmp_path_factory) -> dict:
         "        print(json.dumps([name, traceback.format_exc()[-3000:]]), flush=True)\n")
     checks = {name: (script, str(tmp_path_factory.mktemp(name))) for name, script in TWO_DEVICE_CHECKS.items()}
     env = {**os.environ, "PYTHONPATH": str(root),
-           "XLA_FLAGS": f"{os.environ['XLA_FLAGS']} --xla_force_host_platform_device_count=2"}
+           "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2".strip()}
     result = subprocess.run([sys.executable, "-c", runner, json.dumps(checks)], cwd=root, env=env,
                             capture_output=True, text=True, timeout=600)
     found = dict(json.loads(line) for line in result.stdout.splitlines() if line.startswith('["'))
