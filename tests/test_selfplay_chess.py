@@ -35,6 +35,11 @@ TINY = ["network.resnet.num_blocks=1", "network.resnet.filters=8", "network.resn
         "search.num_simulations=4", "search.max_num_considered_actions=4", f"actors.games_per_actor={GAMES}"]
 
 
+def _material_lead(board: chess.Board, colour: chess.Color) -> int:
+    """`colour`'s material minus the other side's, in pawns (python-chess's pieces, VALUE's weights)."""
+    return sum(VALUE[p.piece_type] * (1 if p.color == colour else -1) for p in board.piece_map().values())
+
+
 def test_chess_actor_resigns_records_real_positions_and_writes_pgn(local_ray, tmp_path):
     cfg = load(SelfPlayConfig, ROOT / "configs/chess_cpu.yaml", [
         *TINY, "actors.resign_threshold=1.0", f"actors.resign_min_plies={RESIGN_AT}",
@@ -100,8 +105,7 @@ def test_a_long_game_is_adjudicated_by_material(local_ray):
     assert len(records) == GAMES and all(r.termination == "adjudicated" and r.plies == plies for r in records)
     seen = set()
     for record in records:
-        board = chess_bridge.actions_to_board(record.actions)
-        lead = sum(VALUE[p.piece_type] * (1 if p.color == chess.WHITE else -1) for p in board.piece_map().values())
+        lead = _material_lead(chess_bridge.actions_to_board(record.actions), chess.WHITE)
         white_id = int(record.to_play[0])
         expected = 1.0 if lead >= 1 else -1.0 if lead <= -1 else 0.0
         np.testing.assert_array_equal(record.rewards[[white_id, 1 - white_id]], [expected, -expected])
@@ -197,13 +201,12 @@ def test_a_finished_sparring_game_names_its_partner_in_the_record_and_the_pgn(lo
                 if board.turn == partner_white:
                     assert move == referee.move(board)
                 board.push(move)
-            lead = sum(VALUE[p.piece_type] * (1 if p.color == partner_white else -1)
-                       for p in board.piece_map().values())  # Stockfish's material lead
             if board.is_checkmate():  # mated before the adjudication ply: the rules' result
                 assert record.termination == "rules"
                 assert record.partner_score() == (1.0 if board.turn == partner_white else 0.0)
             else:
                 assert record.termination == "adjudicated" and record.plies == plies
+                lead = _material_lead(board, partner_white)  # Stockfish's
                 assert record.partner_score() == (0.0 if lead >= 1 else 1.0 if lead <= -1 else 0.5)
             append_sample_game(tmp_path, encode(record))
     finally:
